@@ -1,0 +1,5 @@
+import sys
+
+from faidecs.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,2 @@
+"""The ``faidecs`` command line. Argument handling and presentation only; the logic lives in
+the library."""

@@ -1,0 +1,188 @@
+"""``faidecs`` command line entry point."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from typing import IO, Iterator, Sequence
+
+from faidecs.describe import describe_program, program_json
+from faidecs.errors import EventError, FaidecsError, ProgramError
+from faidecs.grammar import compile_program
+from faidecs.matching.delivery import Delivery
+from faidecs.matching.engine import Engine
+from faidecs.replay import replay
+
+#: Inputs at least this large get a progress bar on stderr (when stderr is a terminal, or forced).
+PROGRESS_MIN_BYTES = 8 * 1024 * 1024
+
+
+class CliError(Exception):
+    """A problem with the command line itself (unreadable file, bad combination of options)."""
+
+
+def _read_text(path: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+
+
+@contextlib.contextmanager
+def _open_out(path: str) -> Iterator[IO[str]]:
+    if path == "-":
+        yield sys.stdout
+        return
+    try:
+        f = open(path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror}") from None
+    with f:
+        yield f
+
+
+@contextlib.contextmanager
+def _open_events(path: str) -> Iterator[IO[str]]:
+    if path == "-":
+        yield sys.stdin
+        return
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror}") from None
+    with f:
+        yield f
+
+
+def _format_text(d: Delivery) -> str:
+    parts = [f"{d.subscription} (conjunction {d.conjunction}):"]
+    for slot, event in zip(d.signature, d.relation):
+        attrs = ", ".join(f"{k}={v!r}" for k, v in event.attrs.items())
+        parts.append(f"    {str(slot):<20} {event.id}  {attrs}")
+    return "\n".join(parts)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    text = _read_text(args.file)
+    program = compile_program(text, args.file)
+    if args.json:
+        print(json.dumps(program_json(program), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(describe_program(program))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    text = _read_text(args.program)
+    engine = Engine.from_source(text, filename=args.program)
+    if args.on_error == "skip":
+        rejects_path = args.rejects or (
+            "stdin.rejects.jsonl" if args.events == "-" else f"{args.events}.rejects.jsonl"
+        )
+    elif args.rejects:
+        raise CliError("--rejects needs --on-error skip")
+    else:
+        rejects_path = None
+
+    with contextlib.ExitStack() as stack:
+        events = stack.enter_context(_open_events(args.events))
+        out = stack.enter_context(_open_out(args.out))
+        rejects = stack.enter_context(_open_out(rejects_path)) if rejects_path else None
+
+        def emit(d: Delivery) -> None:
+            if args.format == "text":
+                out.write(_format_text(d) + "\n")
+            else:
+                out.write(json.dumps(d.to_json(with_events=args.with_events), ensure_ascii=False) + "\n")
+
+        def reject(line: int, raw: str, err: EventError) -> None:
+            print(f"{args.events}:{err}", file=sys.stderr)
+            assert rejects is not None
+            rejects.write(json.dumps({"line": line, "error": err.reason, "input": raw.rstrip("\n")}) + "\n")
+
+        progress = None
+        size = os.path.getsize(args.events) if args.events != "-" else 0
+        show = args.progress == "always" or (
+            args.progress == "auto" and size >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
+        )
+        if show and size:
+            from tqdm import tqdm
+
+            bar = stack.enter_context(tqdm(total=size, unit="B", unit_scale=True, desc="events", file=sys.stderr))
+
+            def progress(raw: str) -> None:
+                bar.update(len(raw.encode("utf-8")))
+
+        try:
+            summary = replay(
+                engine, events, emit, on_error=args.on_error, reject=reject if rejects else None, progress=progress
+            )
+        except EventError as err:
+            out.flush()
+            print(f"{args.events}:{err}", file=sys.stderr)
+            print("faidecs: stopped at the first bad event (use --on-error skip to skip bad lines)", file=sys.stderr)
+            return 1
+        except UnicodeDecodeError as exc:
+            raise CliError(f"{args.events} is not UTF-8 text: {exc.reason}") from None
+
+    if args.state_out:
+        with _open_out(args.state_out) as f:
+            f.write(json.dumps(engine.state_json(), ensure_ascii=False) + "\n")
+    if summary.rejected or args.on_error == "skip":
+        print(
+            f"faidecs: {summary.events} events, {summary.deliveries} deliveries, "
+            f"{summary.rejected} rejected (written to {rejects_path})",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="faidecs", description="Fair decentralized event correlation.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="check a program and print its normal form")
+    check.add_argument("file", help="program file ('-' for stdin)")
+    check.add_argument("--json", action="store_true", help="print the normal form as JSON")
+    check.set_defaults(func=cmd_check)
+
+    run = sub.add_parser("run", help="run a program on a JSON-lines event stream")
+    run.add_argument("--program", required=True, help="program file")
+    run.add_argument("--events", required=True, help="events, one JSON object a line ('-' for stdin)")
+    run.add_argument("--out", default="-", help="deliveries as JSON lines (default: stdout)")
+    run.add_argument("--state-out", help="write the queues after the last event to this file ('-': stdout)")
+    run.add_argument("--on-error", choices=("stop", "skip"), default="stop", help="what to do with a bad line")
+    run.add_argument("--rejects", help="with --on-error skip: file for rejected lines (default: EVENTS.rejects.jsonl)")
+    run.add_argument("--with-events", action="store_true", help="include each relation's events in the output")
+    run.add_argument("--format", choices=("json", "text"), default="json", help="output format")
+    run.add_argument("--progress", choices=("auto", "always", "never"), default="auto", help="progress bar on stderr")
+    run.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ProgramError as err:
+        print(err.format(), file=sys.stderr)
+        return 1
+    except (CliError, FaidecsError) as err:
+        print(f"faidecs: {err}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # Output piped into e.g. `head`: stop quietly, as Unix tools do.
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""The one exception hierarchy of faidecs. Every user error says where and what."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from faidecs.span import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem in a program, with the span of the offending text."""
+
+    message: str
+    span: Span
+    hint: str | None = None
+
+    def format(self, text: str, filename: str = "<program>") -> str:
+        """``file:line:col: error: message`` followed by the source line and a caret under the span."""
+        head = f"{filename}:{self.span.line}:{self.span.column}: error: {self.message}"
+        lines = text.splitlines()
+        if not 1 <= self.span.line <= len(lines):
+            return head if self.hint is None else f"{head}\n  hint: {self.hint}"
+        source_line = lines[self.span.line - 1]
+        start = self.span.column - 1
+        if self.span.end_line == self.span.line and self.span.end_column > self.span.column:
+            width = self.span.end_column - self.span.column
+        else:
+            width = max(1, len(source_line.rstrip()) - start)
+        caret = " " * start + "^" * max(1, width)
+        out = f"{head}\n    {source_line}\n    {caret}"
+        if self.hint is not None:
+            out += f"\n  hint: {self.hint}"
+        return out
+
+
+class FaidecsError(Exception):
+    """Base class of every error faidecs raises on bad input."""
+
+
+class ProgramError(FaidecsError):
+    """A program (or a subscription added at run time) failed to parse or check."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic], text: str, filename: str = "<program>"):
+        self.diagnostics = tuple(diagnostics)
+        self.text = text
+        self.filename = filename
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        return "\n".join(d.format(self.text, self.filename) for d in self.diagnostics)
+
+
+class EventError(FaidecsError):
+    """An input event does not fit its declared type (or the input JSON shape)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        event_id: str | None = None,
+        type_name: str | None = None,
+        attribute: str | None = None,
+    ):
+        self.reason = message
+        self.line = line
+        self.event_id = event_id
+        self.type_name = type_name
+        self.attribute = attribute
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = []
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        if self.event_id is not None:
+            where.append(f"event {self.event_id!r}")
+        if self.type_name is not None:
+            where.append(f"type {self.type_name}")
+        if self.attribute is not None:
+            where.append(f"attribute {self.attribute!r}")
+        return (", ".join(where) + ": " if where else "") + self.reason
+
+    def at_line(self, line: int) -> "EventError":
+        """The same error, located at an input line."""
+        return EventError(
+            self.reason,
+            line=line,
+            event_id=self.event_id,
+            type_name=self.type_name,
+            attribute=self.attribute,
+        )
+
+
+class SnapshotError(FaidecsError):
+    """A snapshot cannot be restored (wrong format, or state that contradicts its program)."""
+
+
+class SubscriptionNotFound(FaidecsError, KeyError):
+    """`unsubscribe` named a subscription the engine does not have."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])

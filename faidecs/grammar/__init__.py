@@ -1,0 +1,85 @@
+"""The faidecs language: parse, check and normalise programs.
+
+The grammar lives in ``faidecs.lark``; :func:`compile_program` is the one entry point the rest of
+faidecs uses.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from faidecs.errors import Diagnostic, ProgramError
+from faidecs.grammar import ast
+from faidecs.grammar.checker import Checker
+from faidecs.grammar.model import (
+    Conjunction,
+    Disposal,
+    EventType,
+    Kind,
+    Matching,
+    Predicate,
+    Program,
+    Slot,
+    Subscription,
+)
+from faidecs.grammar.normaliser import normalise
+from faidecs.grammar.parser import parse
+
+__all__ = [
+    "Conjunction",
+    "Disposal",
+    "EventType",
+    "Kind",
+    "Matching",
+    "Predicate",
+    "Program",
+    "Slot",
+    "Subscription",
+    "compile_program",
+    "parse",
+]
+
+
+def compile_program(
+    text: str,
+    filename: str = "<program>",
+    *,
+    known_types: Mapping[str, EventType] | None = None,
+    taken_names: Iterable[str] = (),
+) -> Program:
+    """Parse, check and normalise ``text``.
+
+    ``known_types`` and ``taken_names`` let a running engine add subscriptions that use its
+    types and must not reuse its subscription names. Raises :class:`ProgramError` carrying every
+    problem found, each with its position.
+    """
+    syntax = parse(text, filename)
+    checker = Checker(known_types)
+    checker.declare_types(d for d in syntax.declarations if isinstance(d, ast.TypeDecl))
+    names: dict[str, ast.SubscriptionDecl] = {}
+    taken = set(taken_names)
+    subscriptions: list[Subscription] = []
+    diagnostics: list[Diagnostic] = checker.diagnostics
+    for decl in syntax.declarations:
+        if not isinstance(decl, ast.SubscriptionDecl):
+            continue
+        if decl.name in names:
+            first = names[decl.name].name_span
+            checker.error(
+                f"duplicate subscription name {decl.name!r} (first declared at line {first.line})",
+                decl.name_span,
+            )
+        elif decl.name in taken:
+            checker.error(f"subscription {decl.name!r} already exists", decl.name_span)
+        names.setdefault(decl.name, decl)
+        checked = checker.check_subscription(decl)
+        if checked is None:
+            continue
+        sub, problems = normalise(checked)
+        diagnostics.extend(problems)
+        if sub is not None:
+            subscriptions.append(sub)
+    if diagnostics:
+        ordered = sorted(diagnostics, key=lambda d: (d.span.start, d.message))
+        raise ProgramError(ordered, text, filename)
+    return Program(checker.types, tuple(subscriptions))

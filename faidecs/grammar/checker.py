@@ -1,0 +1,274 @@
+"""Static checking: resolve names, check kinds, reject pointless predicates.
+
+The checker collects every problem it finds (not just the first), each with the span of the
+offending text. Its output is a resolved boolean tree per subscription that
+:mod:`faidecs.grammar.normaliser` brings into disjunctive normal form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Union
+
+from faidecs.errors import Diagnostic
+from faidecs.grammar import ast
+from faidecs.grammar.model import (
+    ArithOp,
+    Attribute,
+    AttrOf,
+    Const,
+    Disposal,
+    EventType,
+    Kind,
+    Matching,
+    Negate,
+    Predicate,
+    Slot,
+    Value,
+    value_slots,
+    value_text,
+)
+
+KINDS = {k.value: k for k in Kind}
+DEFAULT_MATCHING = Matching.FR
+DEFAULT_DISPOSAL = Disposal.PI
+
+
+# --- resolved boolean structure ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Atom:
+    """A predicate, a wildcard `T[i]` (declares instances only), or `true`."""
+
+    predicate: Predicate | None
+    wildcard: Slot | None
+    span: ast.Span
+
+
+@dataclass(frozen=True, slots=True)
+class AllOf:
+    left: "Condition"
+    right: "Condition"
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    left: "Condition"
+    right: "Condition"
+
+
+Condition = Union[Atom, AllOf, AnyOf]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedSubscription:
+    name: str
+    matching: Matching
+    disposal: Disposal
+    condition: Condition
+    span: ast.Span
+    source: str
+
+
+class _Invalid(Exception):
+    """Raised inside expression checking once a diagnostic has been recorded."""
+
+
+class Checker:
+    def __init__(self, known_types: Mapping[str, EventType] | None = None):
+        self.diagnostics: list[Diagnostic] = []
+        self.types: dict[str, EventType] = dict(known_types or {})
+
+    def error(self, message: str, span: ast.Span, hint: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic(message, span, hint))
+
+    # --- declarations ------------------------------------------------------------------
+
+    def declare_types(self, decls: Iterable[ast.TypeDecl]) -> list[EventType]:
+        new: list[EventType] = []
+        for decl in decls:
+            attrs: list[Attribute] = []
+            seen: set[str] = set()
+            for a in decl.attributes:
+                # A faulty attribute is reported and left out, but the type is still declared so
+                # that subscriptions using it are checked too rather than drowned in follow-ups.
+                if a.name in seen:
+                    self.error(f"duplicate attribute {a.name!r} in type {decl.name}", a.span)
+                    continue
+                seen.add(a.name)
+                kind = KINDS.get(a.kind)
+                if kind is None:
+                    self.error(
+                        f"unknown attribute type {a.kind!r}",
+                        a.kind_span,
+                        hint="attribute types are int, float, str and bool",
+                    )
+                    continue
+                attrs.append(Attribute(a.name, kind))
+            event_type = EventType(decl.name, tuple(attrs), decl.source)
+            existing = self.types.get(decl.name)
+            if existing is not None:
+                # An identical redeclaration (e.g. in a subscription added at run time) is harmless.
+                if existing.attributes != event_type.attributes:
+                    self.error(f"type {decl.name} is already declared as {existing.declaration()}", decl.name_span)
+                continue
+            self.types[decl.name] = event_type
+            new.append(event_type)
+        return new
+
+    def check_subscription(self, decl: ast.SubscriptionDecl) -> CheckedSubscription | None:
+        before = len(self.diagnostics)
+        matching, disposal = self._options(decl.options)
+        condition = self._condition(decl.condition)
+        if condition is None or len(self.diagnostics) > before:
+            return None
+        return CheckedSubscription(decl.name, matching, disposal, condition, decl.span, decl.source)
+
+    def _options(self, options: tuple[ast.OptionSetting, ...]) -> tuple[Matching, Disposal]:
+        matching, disposal = DEFAULT_MATCHING, DEFAULT_DISPOSAL
+        seen: set[str] = set()
+        for opt in options:
+            if opt.key in seen:
+                self.error(f"option {opt.key!r} given twice", opt.span)
+            seen.add(opt.key)
+            if opt.key == "matching":
+                try:
+                    matching = Matching(opt.value)
+                except ValueError:
+                    self.error(f"unknown matching option {opt.value!r}", opt.value_span, hint="one of FR, MR, FRC, MRC")
+            else:
+                try:
+                    disposal = Disposal(opt.value)
+                except ValueError:
+                    self.error(f"unknown disposal option {opt.value!r}", opt.value_span, hint="one of I, PI, IP, FP")
+        return matching, disposal
+
+    # --- conditions --------------------------------------------------------------------
+
+    def _condition(self, expr: ast.Expr) -> Condition | None:
+        """The resolved condition, or None after recording diagnostics. Both sides of every
+        `and`/`or` are checked, so one run reports every faulty predicate."""
+        if isinstance(expr, (ast.Or, ast.And)):
+            left, right = self._condition(expr.left), self._condition(expr.right)
+            if left is None or right is None:
+                return None
+            return AnyOf(left, right) if isinstance(expr, ast.Or) else AllOf(left, right)
+        try:
+            return self._atom(expr)
+        except _Invalid:
+            return None
+
+    def _atom(self, expr: ast.Expr) -> Atom:
+        if isinstance(expr, ast.Ref):
+            if expr.attribute is not None:
+                self.error(
+                    f"{expr.type_name}[{expr.index}].{expr.attribute} is a value, not a predicate",
+                    expr.span,
+                    hint="compare it, e.g. T.a > 0, or name the instance alone, e.g. T[0]",
+                )
+                raise _Invalid
+            slot = self._slot(expr)
+            return Atom(None, slot, expr.span)
+        if isinstance(expr, ast.Literal):
+            if expr.value is True:
+                return Atom(None, None, expr.span)
+            self.error(f"{value_text(Const(expr.value, _literal_kind(expr.value)))} is not a predicate", expr.span)
+            raise _Invalid
+        if isinstance(expr, ast.Compare):
+            return Atom(self._comparison(expr), None, expr.span)
+        self.error("an arithmetic expression is not a predicate; compare it with something", expr.span)
+        raise _Invalid
+
+    def _comparison(self, expr: ast.Compare) -> Predicate:
+        left = self._value(expr.left)
+        right = self._value(expr.right)
+        lk, rk = left.kind, right.kind
+        if lk.numeric and rk.numeric:
+            pass
+        elif lk is rk is Kind.STR:
+            pass
+        elif lk is rk is Kind.BOOL:
+            if expr.op not in ("=", "!="):
+                self.error(f"bool values can only be compared with = or !=, not {expr.op}", expr.span)
+                raise _Invalid
+        else:
+            self.error(f"cannot compare {lk.value} with {rk.value}", expr.span)
+            raise _Invalid
+        if not value_slots(left) and not value_slots(right):
+            self.error("this comparison involves no event instance", expr.span)
+            raise _Invalid
+        if value_text(left) == value_text(right):
+            self.error(
+                f"pointless predicate: both sides are {value_text(left)}",
+                expr.span,
+                hint="it is always true or always false; compare different attributes or instances",
+            )
+            raise _Invalid
+        return Predicate.make(expr.op, left, right, expr.span)
+
+    def _value(self, expr: ast.Expr) -> Value:
+        if isinstance(expr, ast.Literal):
+            return Const(expr.value, _literal_kind(expr.value))
+        if isinstance(expr, ast.Ref):
+            slot = self._slot(expr)
+            if expr.attribute is None:
+                self.error(
+                    f"{slot} is an event instance, not a value",
+                    expr.span,
+                    hint=f"name one of its attributes, e.g. {slot}.{self._example_attribute(expr.type_name)}",
+                )
+                raise _Invalid
+            event_type = self.types[expr.type_name]
+            try:
+                position = event_type.position(expr.attribute)
+            except KeyError:
+                names = ", ".join(a.name for a in event_type.attributes) or "none"
+                assert expr.attribute_span is not None
+                self.error(
+                    f"type {expr.type_name} has no attribute {expr.attribute!r}",
+                    expr.attribute_span,
+                    hint=f"its attributes: {names}",
+                )
+                raise _Invalid from None
+            return AttrOf(slot, expr.attribute, position, event_type.attributes[position].kind)
+        if isinstance(expr, ast.Neg):
+            operand = self._value(expr.operand)
+            if not operand.kind.numeric:
+                self.error(f"cannot negate a {operand.kind.value} value", expr.span)
+                raise _Invalid
+            return Negate(operand, operand.kind)
+        if isinstance(expr, ast.Arith):
+            left = self._value(expr.left)
+            right = self._value(expr.right)
+            if not (left.kind.numeric and right.kind.numeric):
+                self.error(
+                    f"arithmetic needs numbers, not {left.kind.value} {expr.op} {right.kind.value}",
+                    expr.span,
+                )
+                raise _Invalid
+            kind = Kind.INT if (left.kind is right.kind is Kind.INT and expr.op != "/") else Kind.FLOAT
+            return ArithOp(expr.op, left, right, kind)
+        self.error("a condition cannot be used as a value", expr.span)
+        raise _Invalid
+
+    def _slot(self, ref: ast.Ref) -> Slot:
+        if ref.type_name not in self.types:
+            declared = ", ".join(sorted(self.types)) or "none"
+            self.error(f"unknown event type {ref.type_name!r}", ref.type_span, hint=f"declared types: {declared}")
+            raise _Invalid
+        return Slot(ref.type_name, ref.index)
+
+    def _example_attribute(self, type_name: str) -> str:
+        attrs = self.types[type_name].attributes
+        return attrs[0].name if attrs else "a"
+
+
+def _literal_kind(value: object) -> Kind:
+    if isinstance(value, bool):
+        return Kind.BOOL
+    if isinstance(value, int):
+        return Kind.INT
+    if isinstance(value, float):
+        return Kind.FLOAT
+    return Kind.STR

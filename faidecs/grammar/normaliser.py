@@ -1,0 +1,96 @@
+"""Normalisation: disjunctive normal form, signatures, canonical predicates, deduplication."""
+
+from __future__ import annotations
+
+from faidecs.errors import Diagnostic
+from faidecs.grammar.ast import Span
+from faidecs.grammar.checker import AllOf, AnyOf, Atom, CheckedSubscription, Condition
+from faidecs.grammar.model import Conjunction, Predicate, Slot, Subscription
+
+#: A subscription whose condition expands to more conjunctions than this is rejected: DNF
+#: can grow exponentially (`(a or b) and (c or d) and ...`) and each conjunction costs queues.
+MAX_CONJUNCTIONS = 1024
+
+
+class TooManyConjunctions(Exception):
+    pass
+
+
+def dnf(condition: Condition) -> list[list[Atom]]:
+    """The conjunctions of ``condition``, in the order of writing (left to right, distributing
+    `and` over `or` as written)."""
+    if isinstance(condition, Atom):
+        return [[condition]]
+    if isinstance(condition, AnyOf):
+        out = dnf(condition.left) + dnf(condition.right)
+    else:
+        assert isinstance(condition, AllOf)
+        left, right = dnf(condition.left), dnf(condition.right)
+        if len(left) * len(right) > MAX_CONJUNCTIONS:
+            raise TooManyConjunctions
+        out = [a + b for a in left for b in right]
+    if len(out) > MAX_CONJUNCTIONS:
+        raise TooManyConjunctions
+    return out
+
+
+def _span_of(atoms: list[Atom]) -> Span:
+    first, last = atoms[0].span, atoms[-1].span
+    return Span(first.line, first.column, last.end_line, last.end_column, first.start, last.end)
+
+
+def conjunction(atoms: list[Atom], written_index: int) -> Conjunction | None:
+    """Build one conjunction from its atoms; None if it names no event type at all."""
+    top: dict[str, int] = {}
+
+    def declare(slot: Slot) -> None:
+        top[slot.type_name] = max(top.get(slot.type_name, -1), slot.index)
+
+    preds: dict[str, Predicate] = {}
+    for atom in atoms:
+        if atom.wildcard is not None:
+            declare(atom.wildcard)
+        if atom.predicate is not None:
+            for slot in atom.predicate.slots:
+                declare(slot)
+            preds.setdefault(atom.predicate.text, atom.predicate)
+    if not top:
+        return None
+    # `T[i]` declares T[0]..T[i]; code point order of names (Python's str order), then index.
+    signature = tuple(Slot(t, i) for t in sorted(top) for i in range(top[t] + 1))
+    ordered = tuple(preds[k] for k in sorted(preds))
+    return Conjunction(signature, ordered, written_index, _span_of(atoms))
+
+
+def normalise(sub: CheckedSubscription) -> tuple[Subscription | None, list[Diagnostic]]:
+    try:
+        conjunctions_atoms = dnf(sub.condition)
+    except TooManyConjunctions:
+        return None, [
+            Diagnostic(
+                f"condition of {sub.name} expands to more than {MAX_CONJUNCTIONS} conjunctions",
+                sub.span,
+                hint="factor the subscription into several subscriptions",
+            )
+        ]
+    diagnostics: list[Diagnostic] = []
+    kept: list[Conjunction] = []
+    seen: set[str] = set()
+    for atoms in conjunctions_atoms:
+        conj = conjunction(atoms, len(kept))
+        if conj is None:
+            diagnostics.append(
+                Diagnostic(
+                    "this conjunction names no event type, so it can never deliver",
+                    _span_of(atoms),
+                    hint="add an event type, e.g. `T` or `T.a > 0`",
+                )
+            )
+            continue
+        if conj.text in seen:
+            continue  # identical conjunctions in one disjunction are kept once (the first)
+        seen.add(conj.text)
+        kept.append(conj)
+    if diagnostics:
+        return None, diagnostics
+    return Subscription(sub.name, sub.matching, sub.disposal, tuple(kept), sub.source), []

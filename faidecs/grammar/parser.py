@@ -1,0 +1,208 @@
+"""Text to syntax tree: the lark parser and the transformer to :mod:`faidecs.grammar.ast`."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from faidecs.errors import Diagnostic, ProgramError
+from faidecs.grammar import ast
+
+# Readable names for the terminals lark reports as expected.
+_TERMINAL_NAMES = {
+    "NAME": "a name",
+    "INT": "an integer",
+    "DECIMAL": "a decimal",
+    "STRING": "a string",
+    "CMP_OP": "a comparison (< > <= >= = != ==)",
+    "ADD_OP": "'+' or '-'",
+    "MUL_OP": "'*' or '/'",
+    "MINUS": "'-'",
+    "OPTION_KEY": "'matching' or 'disposal'",
+    "TRUE": "'true'",
+    "FALSE": "'false'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "COLON": "':'",
+    "COMMA": "','",
+    "DOT": "'.'",
+    "TYPE": "'type'",
+    "SUBSCRIPTION": "'subscription'",
+    "AND": "'and'",
+    "OR": "'or'",
+    "$END": "end of input",
+}
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    grammar = resources.files("faidecs.grammar").joinpath("faidecs.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def _span_of(meta: Any) -> ast.Span:
+    return ast.Span(meta.line, meta.column, meta.end_line, meta.end_column, meta.start_pos, meta.end_pos)
+
+
+def _token_span(tok: Token) -> ast.Span:
+    return ast.Span(
+        tok.line or 0,
+        tok.column or 0,
+        tok.end_line or 0,
+        tok.end_column or 0,
+        tok.start_pos or 0,
+        tok.end_pos or 0,
+    )
+
+
+class _BadLiteral(Exception):
+    def __init__(self, message: str, span: ast.Span):
+        super().__init__(message)
+        self.span = span
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    def __init__(self, text: str):
+        super().__init__()
+        self._text = text
+
+    def start(self, meta: Any, children: list[Any]) -> ast.ProgramSyntax:
+        return ast.ProgramSyntax(tuple(children), self._text)
+
+    def type_decl(self, meta: Any, children: list[Any]) -> ast.TypeDecl:
+        name, *attributes = children
+        attrs = tuple(a for a in attributes if a is not None)
+        span = _span_of(meta)
+        return ast.TypeDecl(str(name), attrs, span, _token_span(name), self._text[span.start : span.end])
+
+    def attribute(self, meta: Any, children: list[Token]) -> ast.AttributeDecl:
+        name, kind = children
+        return ast.AttributeDecl(str(name), str(kind), _token_span(name), _token_span(kind))
+
+    def subscription_decl(self, meta: Any, children: list[Any]) -> ast.SubscriptionDecl:
+        name, options, condition = children
+        span = _span_of(meta)
+        return ast.SubscriptionDecl(
+            str(name),
+            tuple(options or ()),
+            condition,
+            span,
+            _token_span(name),
+            self._text[span.start : span.end],
+        )
+
+    def options(self, meta: Any, children: list[ast.OptionSetting]) -> list[ast.OptionSetting]:
+        return children
+
+    def option(self, meta: Any, children: list[Token]) -> ast.OptionSetting:
+        key, value = children
+        return ast.OptionSetting(str(key), str(value), _span_of(meta), _token_span(value))
+
+    def or_(self, meta: Any, children: list[ast.Expr]) -> ast.Or:
+        return ast.Or(children[0], children[1], _span_of(meta))
+
+    def and_(self, meta: Any, children: list[ast.Expr]) -> ast.And:
+        return ast.And(children[0], children[1], _span_of(meta))
+
+    def compare(self, meta: Any, children: list[Any]) -> ast.Compare:
+        left, op, right = children
+        return ast.Compare("=" if op == "==" else str(op), left, right, _span_of(meta))
+
+    def arith(self, meta: Any, children: list[Any]) -> ast.Arith:
+        left, op, right = children
+        return ast.Arith(str(op), left, right, _span_of(meta))
+
+    def neg(self, meta: Any, children: list[ast.Expr]) -> ast.Expr:
+        operand = children[0]
+        span = _span_of(meta)
+        # Fold `-5` into a literal so that negative constants print and compare as constants.
+        if isinstance(operand, ast.Literal) and type(operand.value) in (int, float):
+            return ast.Literal(-operand.value, span)
+        return ast.Neg(operand, span)
+
+    def ref(self, meta: Any, children: list[Any]) -> ast.Ref:
+        name, index, attribute = children
+        return ast.Ref(
+            str(name),
+            0 if index is None else index,
+            None if attribute is None else str(attribute),
+            _span_of(meta),
+            _token_span(name),
+            None if attribute is None else _token_span(attribute),
+        )
+
+    def index(self, meta: Any, children: list[Token]) -> int:
+        return int(children[0])
+
+    def int_lit(self, meta: Any, children: list[Token]) -> ast.Literal:
+        return ast.Literal(int(children[0]), _token_span(children[0]))
+
+    def float_lit(self, meta: Any, children: list[Token]) -> ast.Literal:
+        return ast.Literal(float(children[0]), _token_span(children[0]))
+
+    def str_lit(self, meta: Any, children: list[Token]) -> ast.Literal:
+        tok = children[0]
+        try:
+            value = json.loads(str(tok))
+        except json.JSONDecodeError as exc:
+            raise _BadLiteral(f"invalid string literal: {exc.msg}", _token_span(tok)) from None
+        return ast.Literal(value, _token_span(tok))
+
+    def true_lit(self, meta: Any, children: list[Token]) -> ast.Literal:
+        return ast.Literal(True, _token_span(children[0]))
+
+    def false_lit(self, meta: Any, children: list[Token]) -> ast.Literal:
+        return ast.Literal(False, _token_span(children[0]))
+
+
+def _expected(terminals: set[str] | frozenset[str]) -> str:
+    names = sorted({_TERMINAL_NAMES.get(t, t) for t in terminals})
+    return ", ".join(names)
+
+
+def _syntax_diagnostic(err: UnexpectedInput, text: str) -> Diagnostic:
+    if isinstance(err, UnexpectedEOF):
+        end = len(text)
+        line = text.count("\n", 0, end) + 1
+        column = end - (text.rfind("\n", 0, end) + 1) + 1
+        span = ast.Span(line, column, line, column + 1, end, end)
+        return Diagnostic(f"unexpected end of input; expected {_expected(set(err.expected))}", span)
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        if tok.type == "$END":
+            end = len(text.rstrip())
+            line = text.count("\n", 0, end) + 1
+            column = end - (text.rfind("\n", 0, end) + 1) + 1
+            span = ast.Span(line, column, line, column + 1, end, end)
+            return Diagnostic(f"unexpected end of input; expected {_expected(err.expected)}", span)
+        span = _token_span(tok)
+        return Diagnostic(f"unexpected {str(tok)!r}; expected {_expected(err.expected)}", span)
+    assert isinstance(err, UnexpectedCharacters)
+    pos = err.pos_in_stream
+    span = ast.Span(err.line, err.column, err.line, err.column + 1, pos, pos + 1)
+    allowed = _expected(err.allowed) if err.allowed else "a declaration"
+    return Diagnostic(f"unexpected character {text[pos]!r}; expected {allowed}", span)
+
+
+def parse(text: str, filename: str = "<program>") -> ast.ProgramSyntax:
+    """Parse program text into its syntax tree, or raise :class:`ProgramError` with the position."""
+    try:
+        tree: Tree = _lark().parse(text)
+    except UnexpectedInput as err:
+        raise ProgramError([_syntax_diagnostic(err, text)], text, filename) from None
+    try:
+        result = _ToAst(text).transform(tree)
+    except VisitError as err:
+        if isinstance(err.orig_exc, _BadLiteral):
+            raise ProgramError([Diagnostic(str(err.orig_exc), err.orig_exc.span)], text, filename) from None
+        raise
+    assert isinstance(result, ast.ProgramSyntax)
+    return result

@@ -1,0 +1,163 @@
+"""Events, and their validation at the boundary.
+
+Input events are validated once, with pydantic, against their declared type. What comes out is
+an :class:`Event`: a small immutable record whose values sit in a tuple in declaration order, so
+the matchers read attributes by position and never pay for validation again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
+
+from faidecs.errors import EventError
+from faidecs.grammar.model import EventType, Kind
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+# Integers are bounded to 64 bits at the boundary so that every matcher (the compiled ones too)
+# computes on the same values. A float attribute accepts an integer (converted to float).
+_FIELD_TYPES: dict[Kind, Any] = {
+    Kind.INT: Annotated[StrictInt, Field(ge=INT64_MIN, le=INT64_MAX)],
+    Kind.FLOAT: float,
+    Kind.STR: StrictStr,
+    Kind.BOOL: bool,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A validated event. ``values`` follow the attribute order of ``event_type``."""
+
+    id: str
+    event_type: EventType
+    values: tuple[Any, ...]
+    publisher: str | None = None
+    seq: int | None = None
+
+    @property
+    def type(self) -> str:
+        return self.event_type.name
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return {a.name: v for a, v in zip(self.event_type.attributes, self.values)}
+
+    def to_json(self) -> dict[str, Any]:
+        """The input JSON shape: ``{"id", "type", "attrs"}`` plus publisher/seq when set."""
+        out: dict[str, Any] = {"id": self.id, "type": self.type, "attrs": self.attrs}
+        if self.publisher is not None:
+            out["publisher"] = self.publisher
+        if self.seq is not None:
+            out["seq"] = self.seq
+        return out
+
+    def __repr__(self) -> str:
+        attrs = ", ".join(f"{k}={v!r}" for k, v in self.attrs.items())
+        return f"{self.id}:{self.type}({attrs})"
+
+
+class _Envelope(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: StrictStr | None = None
+    type: StrictStr
+    attrs: dict[str, Any] = Field(default_factory=dict)
+    publisher: StrictStr | None = None
+    seq: Annotated[StrictInt, Field(ge=0)] | None = None
+
+
+_KIND_WORDS = {Kind.INT: "an integer", Kind.FLOAT: "a number", Kind.STR: "a string", Kind.BOOL: "true or false"}
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+class EventValidator:
+    """Validates input events against a set of declared types. One pydantic adapter per type
+    is built once and reused."""
+
+    def __init__(self, types: Mapping[str, EventType]):
+        self._types = types
+        self._adapters: dict[str, TypeAdapter[Any]] = {}
+
+    def _adapter(self, event_type: EventType) -> TypeAdapter[Any]:
+        adapter = self._adapters.get(event_type.name)
+        if adapter is None:
+            # A TypedDict rather than a model: attribute names such as `json` or `copy` would
+            # clash with BaseModel's own members.
+            fields = {a.name: _FIELD_TYPES[a.kind] for a in event_type.attributes}
+            schema = TypedDict(f"Event_{event_type.name}", fields)  # type: ignore[misc]
+            schema.__pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[attr-defined]
+            adapter = TypeAdapter(schema)
+            self._adapters[event_type.name] = adapter
+        return adapter
+
+    def validate(self, obj: Any, *, default_id: str | None = None, line: int | None = None) -> Event:
+        """Validate one event in the input JSON shape; raise :class:`EventError` saying where and what."""
+        if not isinstance(obj, Mapping):
+            raise EventError(f"an event must be a JSON object, not {_json_kind(obj)}", line=line)
+        raw_id = obj.get("id")
+        shown_id = raw_id if isinstance(raw_id, str) else default_id
+        try:
+            env = _Envelope.model_validate(dict(obj))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                reason = f"unknown field {field!r}; an event has id, type, attrs, publisher and seq"
+            elif err["type"] == "missing":
+                reason = f"missing field {field!r}"
+            else:
+                reason = f"field {field!r}: {err['msg'].lower()}, got {_json_kind(err.get('input'))}"
+            raise EventError(reason, line=line, event_id=shown_id) from None
+        event_id = env.id if env.id is not None else default_id
+        if event_id is None:
+            raise EventError("the event has no id", line=line)
+        event_type = self._types.get(env.type)
+        if event_type is None:
+            declared = ", ".join(sorted(self._types)) or "none"
+            raise EventError(
+                f"unknown event type {env.type!r} (declared types: {declared})", line=line, event_id=event_id
+            )
+        try:
+            validated = self._adapter(event_type).validate_python(env.attrs)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            attribute = str(err["loc"][0]) if err["loc"] else None
+            names = ", ".join(f"{a.name}: {a.kind.value}" for a in event_type.attributes) or "no attributes"
+            if err["type"] == "extra_forbidden":
+                reason = f"unknown attribute ({event_type.name} has {names})"
+            elif err["type"] == "missing":
+                reason = f"missing attribute ({event_type.name} has {names})"
+            else:
+                kind = event_type.attributes[event_type.position(attribute)].kind if attribute else None
+                got = err.get("input")
+                if kind is Kind.INT and isinstance(got, int) and not isinstance(got, bool):
+                    reason = f"integer {got} is outside the 64-bit range"
+                else:
+                    expected = _KIND_WORDS[kind] if kind else "a valid value"
+                    reason = f"expected {expected} ({kind.value if kind else '?'}), got {_json_kind(got)} {got!r}"
+            raise EventError(
+                reason, line=line, event_id=event_id, type_name=event_type.name, attribute=attribute
+            ) from None
+        values = tuple(validated[a.name] for a in event_type.attributes)
+        return Event(event_id, event_type, values, env.publisher, env.seq)

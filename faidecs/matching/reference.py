@@ -1,0 +1,113 @@
+"""The reference matcher: ENQUEUE, MATCH and DEQUEUE exactly as ``docs/semantics.md`` states them.
+
+This is the oracle every faster matcher is tested against, so it follows the rules line by line
+and favours being obviously right over being fast. It prunes with every predicate as soon as all
+its instances are bound, which never changes which assignment is found first.
+
+Cost: ENQUEUE evaluates the unary predicates of the event's positions once. MATCH is a
+depth-first search over signature slots; with pruning its cost is the number of partial
+assignments that survive their predicates, at most ``prod(len(Q[T]) for each slot)`` in the
+worst case. DEQUEUE is linear in the queue lengths.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from faidecs.grammar.model import Conjunction, Disposal, Matching
+from faidecs.matching.evaluate import PredicateFn, compile_predicate
+from faidecs.matching.events import Event
+
+Queues = dict[str, list[Event]]
+
+
+class ReferenceMatcher:
+    """Matching logic for one conjunction under one matching option. Stateless: the queues are
+    passed in, so one matcher serves every copy of the conjunction's state."""
+
+    def __init__(self, conjunction: Conjunction, matching: Matching):
+        self.conjunction = conjunction
+        self.matching = matching
+        self.signature = conjunction.signature
+        positions = {slot: k for k, slot in enumerate(self.signature)}
+        # Each predicate is checked at the slot that binds the last of its instances.
+        self._checks: list[list[PredicateFn]] = [[] for _ in self.signature]
+        # Unary predicates per slot, for ENQUEUE.
+        self._unary: list[list[PredicateFn]] = [[] for _ in self.signature]
+        for pred in conjunction.predicates:
+            fn = compile_predicate(pred, positions)
+            self._checks[max(positions[s] for s in pred.slots)].append(fn)
+            if pred.unary:
+                (slot,) = pred.slots
+                self._unary[positions[slot]].append(fn)
+        self._slots_of_type: dict[str, list[int]] = {}
+        for k, slot in enumerate(self.signature):
+            self._slots_of_type.setdefault(slot.type_name, []).append(k)
+
+    # --- ENQUEUE ---------------------------------------------------------------------------
+
+    def admits(self, event: Event) -> bool:
+        """True iff some position `T[i]` of the event's type has all its unary predicates
+        satisfied by the event (a position without unary predicates accepts every event)."""
+        binding: list[Event | None] = [None] * len(self.signature)
+        for k in self._slots_of_type.get(event.type, ()):
+            binding[k] = event
+            if all(check(binding) for check in self._unary[k]):
+                return True
+            binding[k] = None
+        return False
+
+    # --- MATCH -----------------------------------------------------------------------------
+
+    def _candidates(self, k: int, queue: Sequence[Event], chosen: list[int]) -> range | list[int]:
+        """Queue positions slot ``k`` tries, in the order the matching option prescribes."""
+        first_instance = self.signature[k].index == 0
+        n = len(queue)
+        if first_instance:
+            return range(n - 1, -1, -1) if self.matching.most_recent else range(n)
+        previous = chosen[k - 1]  # the slot before is the same type's instance i-1
+        if self.matching is Matching.FR:
+            return range(previous + 1, n)
+        if self.matching is Matching.MR:
+            return range(previous - 1, -1, -1)
+        if self.matching is Matching.FRC:
+            return [previous + 1] if previous + 1 < n else []
+        return [previous - 1] if previous >= 1 else []  # MRC
+
+    def match(self, queues: Queues) -> list[int] | None:
+        """The first assignment in search order that satisfies every predicate, as one queue
+        position per signature slot, or None."""
+        n = len(self.signature)
+        binding: list[Event | None] = [None] * n
+        chosen: list[int] = [-1] * n
+
+        def search(k: int) -> bool:
+            if k == n:
+                return True
+            queue = queues[self.signature[k].type_name]
+            for pos in self._candidates(k, queue, chosen):
+                binding[k] = queue[pos]
+                if all(check(binding) for check in self._checks[k]):
+                    chosen[k] = pos
+                    if search(k + 1):
+                        return True
+            binding[k] = None
+            return False
+
+        return chosen if search(0) else None
+
+
+# --- DEQUEUE -------------------------------------------------------------------------------
+
+
+def dispose(queue: list[Event], matched: Sequence[int], disposal: Disposal) -> list[Event]:
+    """The queue of one type after a match that used the positions ``matched`` of it."""
+    first, last = min(matched), max(matched)
+    if disposal is Disposal.I:
+        used = set(matched)
+        return [e for i, e in enumerate(queue) if i not in used]
+    if disposal is Disposal.PI:
+        return queue[last + 1 :]
+    if disposal is Disposal.IP:
+        return queue[:first]
+    return queue[first + 1 :]  # FP

@@ -1,0 +1,21 @@
+"""Shared fixtures. `examples` is the repository's examples folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# CI runs many more examples than a developer's quick run.
+settings.register_profile("ci", max_examples=400, deadline=None)
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture
+def examples() -> Path:
+    return ROOT / "examples"
