@@ -19,16 +19,19 @@ class Diagnostic:
     def format(self, text: str, filename: str = "<program>") -> str:
         """``file:line:col: error: message`` followed by the source line and a caret under the span."""
         head = f"{filename}:{self.span.line}:{self.span.column}: error: {self.message}"
-        lines = text.splitlines()
+        # Lines as the parser counts them: only "\n" ends a line.
+        lines = text.split("\n")
         if not 1 <= self.span.line <= len(lines):
             return head if self.hint is None else f"{head}\n  hint: {self.hint}"
-        source_line = lines[self.span.line - 1]
+        source_line = lines[self.span.line - 1].rstrip("\r")
         start = self.span.column - 1
         if self.span.end_line == self.span.line and self.span.end_column > self.span.column:
             width = self.span.end_column - self.span.column
         else:
             width = max(1, len(source_line.rstrip()) - start)
-        caret = " " * start + "^" * max(1, width)
+        # Keep tabs in the padding so that the caret lines up under the text on any terminal.
+        padding = "".join(c if c == "\t" else " " for c in source_line[:start])
+        caret = padding + "^" * max(1, width)
         out = f"{head}\n    {source_line}\n    {caret}"
         if self.hint is not None:
             out += f"\n  hint: {self.hint}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Callable, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 from faidecs.errors import EventError
 from faidecs.matching.delivery import Delivery
@@ -27,12 +27,23 @@ class ReplaySummary:
     rejected: int = 0
 
 
+class _NotJson(Exception):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json module accepts NaN, Infinity and -Infinity; JSON does not.
+    raise _NotJson(name)
+
+
 def parse_line(engine: Engine, text: str, line: int, seen_ids: set[str]) -> object:
     """Validate one input line into an event; raises :class:`EventError` naming the line."""
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise EventError(f"invalid JSON: {exc.msg} (column {exc.colno})", line=line) from None
+    except _NotJson as exc:
+        raise EventError(f"invalid JSON: {exc} is not a JSON value", line=line) from None
     event = engine.validate(obj, line=line)
     if event.id in seen_ids:
         raise EventError("duplicate event id: ids must be unique within a stream", line=line, event_id=event.id)

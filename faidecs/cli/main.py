@@ -81,6 +81,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.program == "-" and args.events == "-":
+        raise CliError("--program and --events cannot both read standard input")
+    source_name = "<stdin>" if args.events == "-" else args.events
     text = _read_text(args.program)
     engine = Engine.from_source(text, filename=args.program)
     if args.on_error == "skip":
@@ -95,6 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         events = stack.enter_context(_open_events(args.events))
         out = stack.enter_context(_open_out(args.out))
+        # Created even when nothing is rejected: a stale file from an earlier run must not remain.
         rejects = stack.enter_context(_open_out(rejects_path)) if rejects_path else None
 
         def emit(d: Delivery) -> None:
@@ -104,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 out.write(json.dumps(d.to_json(with_events=args.with_events), ensure_ascii=False) + "\n")
 
         def reject(line: int, raw: str, err: EventError) -> None:
-            print(f"{args.events}:{err}", file=sys.stderr)
+            print(f"{source_name}:{err}", file=sys.stderr)
             assert rejects is not None
             rejects.write(json.dumps({"line": line, "error": err.reason, "input": raw.rstrip("\n")}) + "\n")
 
@@ -127,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         except EventError as err:
             out.flush()
-            print(f"{args.events}:{err}", file=sys.stderr)
+            print(f"{source_name}:{err}", file=sys.stderr)
             print("faidecs: stopped at the first bad event (use --on-error skip to skip bad lines)", file=sys.stderr)
             return 1
         except UnicodeDecodeError as exc:
@@ -136,10 +140,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.state_out:
         with _open_out(args.state_out) as f:
             f.write(json.dumps(engine.state_json(), ensure_ascii=False) + "\n")
-    if summary.rejected or args.on_error == "skip":
+    if args.on_error == "skip":
+        where = f" (written to {rejects_path})" if summary.rejected else ""
         print(
-            f"faidecs: {summary.events} events, {summary.deliveries} deliveries, "
-            f"{summary.rejected} rejected (written to {rejects_path})",
+            f"faidecs: {summary.events} events, {summary.deliveries} deliveries, {summary.rejected} rejected{where}",
             file=sys.stderr,
         )
     return 0

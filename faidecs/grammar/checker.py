@@ -30,6 +30,9 @@ from faidecs.grammar.model import (
 )
 
 KINDS = {k.value: k for k in Kind}
+#: Instances are numbered 0..MAX_INSTANCE_INDEX: a signature slot costs search depth and state.
+MAX_INSTANCE_INDEX = 255
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 DEFAULT_MATCHING = Matching.FR
 DEFAULT_DISPOSAL = Disposal.PI
 
@@ -87,7 +90,13 @@ class Checker:
 
     def declare_types(self, decls: Iterable[ast.TypeDecl]) -> list[EventType]:
         new: list[EventType] = []
+        here: dict[str, ast.TypeDecl] = {}
         for decl in decls:
+            if decl.name in here:
+                first = here[decl.name].name_span.line
+                self.error(f"type {decl.name} is declared twice (first at line {first})", decl.name_span)
+                continue
+            here[decl.name] = decl
             attrs: list[Attribute] = []
             seen: set[str] = set()
             for a in decl.attributes:
@@ -209,7 +218,11 @@ class Checker:
 
     def _value(self, expr: ast.Expr) -> Value:
         if isinstance(expr, ast.Literal):
-            return Const(expr.value, _literal_kind(expr.value))
+            kind = _literal_kind(expr.value)
+            if kind is Kind.INT and not INT64_MIN <= expr.value <= INT64_MAX:  # type: ignore[operator]
+                self.error("integer literal outside the 64-bit range", expr.span)
+                raise _Invalid
+            return Const(expr.value, kind)
         if isinstance(expr, ast.Ref):
             slot = self._slot(expr)
             if expr.attribute is None:
@@ -256,6 +269,9 @@ class Checker:
         if ref.type_name not in self.types:
             declared = ", ".join(sorted(self.types)) or "none"
             self.error(f"unknown event type {ref.type_name!r}", ref.type_span, hint=f"declared types: {declared}")
+            raise _Invalid
+        if ref.index > MAX_INSTANCE_INDEX:
+            self.error(f"instance index {ref.index} is too large (at most {MAX_INSTANCE_INDEX})", ref.span)
             raise _Invalid
         return Slot(ref.type_name, ref.index)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -20,10 +21,12 @@ _TERMINAL_NAMES = {
     "DECIMAL": "a decimal",
     "STRING": "a string",
     "CMP_OP": "a comparison (< > <= >= = != ==)",
-    "ADD_OP": "'+' or '-'",
-    "MUL_OP": "'*' or '/'",
+    "PLUS": "'+'",
     "MINUS": "'-'",
-    "OPTION_KEY": "'matching' or 'disposal'",
+    "STAR": "'*'",
+    "SLASH": "'/'",
+    "MATCHING": "'matching'",
+    "DISPOSAL": "'disposal'",
     "TRUE": "'true'",
     "FALSE": "'false'",
     "LPAR": "'('",
@@ -44,7 +47,7 @@ _TERMINAL_NAMES = {
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
     grammar = resources.files("faidecs.grammar").joinpath("faidecs.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    return Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=True)
 
 
 def _span_of(meta: Any) -> ast.Span:
@@ -116,9 +119,21 @@ class _ToAst(Transformer):
         left, op, right = children
         return ast.Compare("=" if op == "==" else str(op), left, right, _span_of(meta))
 
-    def arith(self, meta: Any, children: list[Any]) -> ast.Arith:
-        left, op, right = children
-        return ast.Arith(str(op), left, right, _span_of(meta))
+    def _arith(self, op: str, meta: Any, children: list[Any]) -> ast.Arith:
+        left, right = children
+        return ast.Arith(op, left, right, _span_of(meta))
+
+    def add(self, meta: Any, children: list[Any]) -> ast.Arith:
+        return self._arith("+", meta, children)
+
+    def sub(self, meta: Any, children: list[Any]) -> ast.Arith:
+        return self._arith("-", meta, children)
+
+    def mul(self, meta: Any, children: list[Any]) -> ast.Arith:
+        return self._arith("*", meta, children)
+
+    def div(self, meta: Any, children: list[Any]) -> ast.Arith:
+        return self._arith("/", meta, children)
 
     def neg(self, meta: Any, children: list[ast.Expr]) -> ast.Expr:
         operand = children[0]
@@ -143,17 +158,29 @@ class _ToAst(Transformer):
         return int(children[0])
 
     def int_lit(self, meta: Any, children: list[Token]) -> ast.Literal:
-        return ast.Literal(int(children[0]), _token_span(children[0]))
+        # Bounded like event integers; 2**63 itself is allowed so that -2**63 can be written.
+        value = int(children[0])
+        if value > 2**63:
+            raise _BadLiteral("integer literal outside the 64-bit range", _token_span(children[0]))
+        return ast.Literal(value, _token_span(children[0]))
 
     def float_lit(self, meta: Any, children: list[Token]) -> ast.Literal:
-        return ast.Literal(float(children[0]), _token_span(children[0]))
+        value = float(children[0])
+        if not math.isfinite(value):
+            raise _BadLiteral("decimal literal out of range", _token_span(children[0]))
+        return ast.Literal(value, _token_span(children[0]))
 
     def str_lit(self, meta: Any, children: list[Token]) -> ast.Literal:
         tok = children[0]
         try:
             value = json.loads(str(tok))
+            value.encode("utf-8")
         except json.JSONDecodeError as exc:
-            raise _BadLiteral(f"invalid string literal: {exc.msg}", _token_span(tok)) from None
+            raise _BadLiteral(
+                f"invalid string literal: {exc.msg} at character {exc.pos + 1} of the literal", _token_span(tok)
+            ) from None
+        except UnicodeEncodeError:
+            raise _BadLiteral("invalid string literal: lone surrogate escape", _token_span(tok)) from None
         return ast.Literal(value, _token_span(tok))
 
     def true_lit(self, meta: Any, children: list[Token]) -> ast.Literal:
@@ -168,21 +195,21 @@ def _expected(terminals: set[str] | frozenset[str]) -> str:
     return ", ".join(names)
 
 
+def _end_of_input(text: str) -> ast.Span:
+    """Where input ends for a reader: just after the last token (comments and blanks do not count)."""
+    end = 0
+    for tok in _lark().lex(text):
+        end = tok.end_pos or end
+    line = text.count("\n", 0, end) + 1
+    column = end - (text.rfind("\n", 0, end) + 1) + 1
+    return ast.Span(line, column, line, column + 1, end, end)
+
+
 def _syntax_diagnostic(err: UnexpectedInput, text: str) -> Diagnostic:
-    if isinstance(err, UnexpectedEOF):
-        end = len(text)
-        line = text.count("\n", 0, end) + 1
-        column = end - (text.rfind("\n", 0, end) + 1) + 1
-        span = ast.Span(line, column, line, column + 1, end, end)
-        return Diagnostic(f"unexpected end of input; expected {_expected(set(err.expected))}", span)
+    if isinstance(err, UnexpectedEOF) or (isinstance(err, UnexpectedToken) and err.token.type == "$END"):
+        return Diagnostic(f"unexpected end of input; expected {_expected(set(err.expected))}", _end_of_input(text))
     if isinstance(err, UnexpectedToken):
         tok = err.token
-        if tok.type == "$END":
-            end = len(text.rstrip())
-            line = text.count("\n", 0, end) + 1
-            column = end - (text.rfind("\n", 0, end) + 1) + 1
-            span = ast.Span(line, column, line, column + 1, end, end)
-            return Diagnostic(f"unexpected end of input; expected {_expected(err.expected)}", span)
         span = _token_span(tok)
         return Diagnostic(f"unexpected {str(tok)!r}; expected {_expected(err.expected)}", span)
     assert isinstance(err, UnexpectedCharacters)

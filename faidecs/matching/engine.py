@@ -114,8 +114,14 @@ class Engine:
         :class:`Event` from :meth:`validate` is processed directly."""
         if not isinstance(event, Event):
             event = self.validate(event, line=line)
-        elif self._types.get(event.type) is not event.event_type:
-            raise EventError("event of a type this engine does not declare", event_id=event.id, type_name=event.type)
+        else:
+            declared = self._types.get(event.type)
+            if declared is not event.event_type and declared != event.event_type:
+                raise EventError(
+                    "event of a type this engine does not declare (or declares differently)",
+                    event_id=event.id,
+                    type_name=event.type,
+                )
         self._published += 1
         deliveries: list[Delivery] = []
         for state in self._subscriptions.values():

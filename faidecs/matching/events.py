@@ -7,6 +7,7 @@ the matchers read attributes by position and never pay for validation again.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Mapping
 
@@ -63,7 +64,7 @@ class Event:
 class _Envelope(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    id: StrictStr | None = None
+    id: Annotated[StrictStr, Field(min_length=1)] | None = None
     type: StrictStr
     attrs: dict[str, Any] = Field(default_factory=dict)
     publisher: StrictStr | None = None
@@ -116,7 +117,8 @@ class EventValidator:
         if not isinstance(obj, Mapping):
             raise EventError(f"an event must be a JSON object, not {_json_kind(obj)}", line=line)
         raw_id = obj.get("id")
-        shown_id = raw_id if isinstance(raw_id, str) else default_id
+        # Name the event in messages by its own id; by the default id only when it has none.
+        shown_id = raw_id if isinstance(raw_id, str) else (default_id if raw_id is None else None)
         try:
             env = _Envelope.model_validate(dict(obj))
         except ValidationError as exc:
@@ -160,4 +162,25 @@ class EventValidator:
                 reason, line=line, event_id=event_id, type_name=event_type.name, attribute=attribute
             ) from None
         values = tuple(validated[a.name] for a in event_type.attributes)
+        for attr, value in zip(event_type.attributes, values):
+            problem = _value_problem(value)
+            if problem is not None:
+                raise EventError(problem, line=line, event_id=event_id, type_name=event_type.name, attribute=attr.name)
+        for field, text in (("id", event_id), ("publisher", env.publisher)):
+            if text is not None and _value_problem(text) is not None:
+                raise EventError(f"field {field!r}: {_value_problem(text)}", line=line)
         return Event(event_id, event_type, values, env.publisher, env.seq)
+
+
+def _value_problem(value: Any) -> str | None:
+    """What makes a value that JSON parsers let through unusable, if anything: a non-finite
+    number (``NaN``, ``Infinity``, ``1e400``) or a string with a lone surrogate, neither of which
+    can be written back as valid JSON or UTF-8."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value!r} is not a finite number"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "string contains a lone surrogate escape"
+    return None
