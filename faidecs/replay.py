@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Literal
 from faidecs.errors import EventError
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
+from faidecs.runlog import RunRecorder
 
 OnError = Literal["stop", "skip"]
 
@@ -58,6 +59,7 @@ def replay(
     on_error: OnError = "stop",
     reject: Callable[[int, str, EventError], None] | None = None,
     progress: Callable[[str], None] | None = None,
+    recorder: RunRecorder | None = None,
 ) -> ReplaySummary:
     """Publish every line of ``lines`` (1-based line numbers) and ``emit`` each delivery in
     delivery order. With ``on_error="stop"`` the first bad line raises its :class:`EventError`."""
@@ -82,7 +84,11 @@ def replay(
             continue
         seen_ids.add(event.id)  # type: ignore[attr-defined]
         summary.events += 1
+        if recorder is not None:
+            recorder.publish(event.to_json())  # type: ignore[attr-defined]
         for delivery in engine.publish(event):  # type: ignore[arg-type]
             summary.deliveries += 1
+            if recorder is not None:
+                recorder.deliver(delivery.subscription, delivery.conjunction, delivery.ids)
             emit(delivery)
     return summary

@@ -125,9 +125,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             def progress(raw: str) -> None:
                 bar.update(len(raw.encode("utf-8")))
 
+        recorder = None
+        if args.log:
+            from faidecs.processes import single_engine_log
+
+            recorder = single_engine_log(engine)
         try:
             summary = replay(
-                engine, events, emit, on_error=args.on_error, reject=reject if rejects else None, progress=progress
+                engine,
+                events,
+                emit,
+                on_error=args.on_error,
+                reject=reject if rejects else None,
+                progress=progress,
+                recorder=recorder,
             )
         except EventError as err:
             out.flush()
@@ -137,6 +148,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         except UnicodeDecodeError as exc:
             raise CliError(f"{args.events} is not UTF-8 text: {exc.reason}") from None
 
+    if recorder is not None:
+        log = recorder.finish({name: queues for name, queues in engine.state_json().items()})
+        with _open_out(args.log) as f:
+            log.write(f)
     if args.state_out:
         with _open_out(args.state_out) as f:
             f.write(json.dumps(engine.state_json(), ensure_ascii=False) + "\n")
@@ -146,6 +161,42 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"faidecs: {summary.events} events, {summary.deliveries} deliveries, {summary.rejected} rejected{where}",
             file=sys.stderr,
         )
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from faidecs.properties import check
+    from faidecs.runlog import RunLog
+
+    with _open_events(args.log) as f:
+        log = RunLog.read(f, "<stdin>" if args.log == "-" else args.log)
+    report = check(log)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(report.table())
+    return 1 if report.violated() else 0
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from faidecs.lab import COMBINATIONS, lab, render_table, run
+
+    extra = ", covering staged" if args.staged else ""
+    found = lab(runs=args.runs, seed=args.seed, extra=extra, workers=args.workers)
+    if args.json:
+        print(json.dumps({name: sorted(props) for name, props in found.items()}, indent=2))
+    else:
+        sys.stdout.write(render_table(found, COMBINATIONS, extra))
+    if args.out:
+        for (m, d), (name, props) in zip(COMBINATIONS, found.items()):
+            folder = Path(args.out) / name
+            folder.mkdir(parents=True, exist_ok=True)
+            for prop, finding in props.items():
+                slug = prop.lower().replace("'", "-prime").replace(" ", "-")
+                with open(folder / f"{slug}.jsonl", "w", encoding="utf-8") as f:
+                    run(finding.scenario, m, d, extra).write(f)
     return 0
 
 
@@ -168,7 +219,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--with-events", action="store_true", help="include each relation's events in the output")
     run.add_argument("--format", choices=("json", "text"), default="json", help="output format")
     run.add_argument("--progress", choices=("auto", "always", "never"), default="auto", help="progress bar on stderr")
+    run.add_argument("--log", help="record the run as a run log (one process per subscription)")
     run.set_defaults(func=cmd_run)
+
+    verify = sub.add_parser("verify", help="check every property on a run log (exit 1 if one is violated)")
+    verify.add_argument("log", help="run log ('-' for stdin)")
+    verify.add_argument("--json", action="store_true", help="print the results as JSON")
+    verify.set_defaults(func=cmd_verify)
+
+    lab = sub.add_parser("lab", help="search counterexamples for every semantic option and property")
+    lab.add_argument("--runs", type=int, default=3000, help="generated runs per combination (default 3000)")
+    lab.add_argument("--seed", type=int, default=0, help="seed of the generator (default 0)")
+    lab.add_argument("--json", action="store_true", help="print {combination: [violated properties]}")
+    lab.add_argument("--out", help="write each counterexample as a run log under this folder")
+    lab.add_argument("--staged", action="store_true", help="use the staged covering option for every subscription")
+    lab.add_argument("--workers", type=int, help="worker processes (default: one per core)")
+    lab.set_defaults(func=cmd_lab)
     return parser
 
 

@@ -15,6 +15,7 @@ from faidecs.grammar import ast
 from faidecs.grammar.model import (
     ArithOp,
     Attribute,
+    Covering,
     AttrOf,
     Const,
     Disposal,
@@ -69,6 +70,7 @@ class CheckedSubscription:
     name: str
     matching: Matching
     disposal: Disposal
+    covering: Covering
     condition: Condition
     span: ast.Span
     source: str
@@ -128,14 +130,14 @@ class Checker:
 
     def check_subscription(self, decl: ast.SubscriptionDecl) -> CheckedSubscription | None:
         before = len(self.diagnostics)
-        matching, disposal = self._options(decl.options)
+        matching, disposal, covering = self._options(decl.options)
         condition = self._condition(decl.condition)
         if condition is None or len(self.diagnostics) > before:
             return None
-        return CheckedSubscription(decl.name, matching, disposal, condition, decl.span, decl.source)
+        return CheckedSubscription(decl.name, matching, disposal, covering, condition, decl.span, decl.source)
 
-    def _options(self, options: tuple[ast.OptionSetting, ...]) -> tuple[Matching, Disposal]:
-        matching, disposal = DEFAULT_MATCHING, DEFAULT_DISPOSAL
+    def _options(self, options: tuple[ast.OptionSetting, ...]) -> tuple[Matching, Disposal, Covering]:
+        matching, disposal, covering = DEFAULT_MATCHING, DEFAULT_DISPOSAL, Covering.PLAIN
         seen: set[str] = set()
         for opt in options:
             if opt.key in seen:
@@ -146,12 +148,17 @@ class Checker:
                     matching = Matching(opt.value)
                 except ValueError:
                     self.error(f"unknown matching option {opt.value!r}", opt.value_span, hint="one of FR, MR, FRC, MRC")
-            else:
+            elif opt.key == "disposal":
                 try:
                     disposal = Disposal(opt.value)
                 except ValueError:
                     self.error(f"unknown disposal option {opt.value!r}", opt.value_span, hint="one of I, PI, IP, FP")
-        return matching, disposal
+            else:
+                try:
+                    covering = Covering(opt.value)
+                except ValueError:
+                    self.error(f"unknown covering option {opt.value!r}", opt.value_span, hint="one of plain, staged")
+        return matching, disposal, covering
 
     # --- conditions --------------------------------------------------------------------
 

@@ -196,6 +196,32 @@ class Conjunction:
         preds = " and ".join(p.text for p in self.predicates)
         return f"[{sig}]" + (f" {preds}" if preds else "")
 
+    def components(self) -> tuple[frozenset[str], ...]:
+        """The types grouped by the predicates that link them (connected components), in the
+        canonical order of their first type. Components share no predicate: they match
+        independently of each other."""
+        parent = {t: t for t in self.types}
+
+        def find(t: str) -> str:
+            while parent[t] != t:
+                t = parent[t]
+            return t
+
+        for p in self.predicates:
+            linked = sorted({s.type_name for s in p.slots})
+            for other in linked[1:]:
+                parent[find(other)] = find(linked[0])
+        groups: dict[str, set[str]] = {}
+        for t in self.types:
+            groups.setdefault(find(t), set()).add(t)
+        return tuple(frozenset(g) for g in groups.values())
+
+    def project(self, types: frozenset[str]) -> "Conjunction":
+        """The part of the conjunction over ``types`` (meaningful for a union of components)."""
+        signature = tuple(s for s in self.signature if s.type_name in types)
+        preds = tuple(p for p in self.predicates if all(s.type_name in types for s in p.slots))
+        return Conjunction(signature, preds, self.written_index, self.span)
+
     def condition_text(self) -> str:
         """The conjunction as a condition in the language (wildcards declare instances)."""
         parts: list[str] = []
@@ -225,6 +251,18 @@ class Matching(str, Enum):
         return self in (Matching.FRC, Matching.MRC)
 
 
+class Covering(str, Enum):
+    """How a conjunction built of independent parts is matched.
+
+    ``plain``: as one conjunction (the papers' rules). ``staged``: each component (types linked
+    by predicates) is matched on its own, exactly as a subscriber to that component alone would,
+    and the components' relations are then joined first-received with prefix disposal; this keeps
+    Covering Agreement by construction (see docs/semantics.md)."""
+
+    PLAIN = "plain"
+    STAGED = "staged"
+
+
 class Disposal(str, Enum):
     I = "I"  # noqa: E741 - the papers' name
     PI = "PI"
@@ -239,12 +277,15 @@ class Subscription:
     disposal: Disposal
     conjunctions: tuple[Conjunction, ...]  # as written, duplicates removed
     source: str = field(compare=False, default="")
+    covering: Covering = Covering.PLAIN
 
     def to_source(self) -> str:
         """The normal form as a declaration in the language; it compiles to an equal subscription."""
         condition = " or ".join(c.condition_text() for c in self.conjunctions)
+        staged = ", covering staged" if self.covering is Covering.STAGED else ""
         return (
-            f"subscription {self.name} (matching {self.matching.value}, disposal {self.disposal.value}): {condition}"
+            f"subscription {self.name} (matching {self.matching.value}, disposal {self.disposal.value}{staged}): "
+            f"{condition}"
         )
 
     @property

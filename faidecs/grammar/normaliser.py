@@ -93,4 +93,4 @@ def normalise(sub: CheckedSubscription) -> tuple[Subscription | None, list[Diagn
         kept.append(conj)
     if diagnostics:
         return None, diagnostics
-    return Subscription(sub.name, sub.matching, sub.disposal, tuple(kept), sub.source), []
+    return Subscription(sub.name, sub.matching, sub.disposal, tuple(kept), sub.source, sub.covering), []

@@ -27,6 +27,7 @@ _TERMINAL_NAMES = {
     "SLASH": "'/'",
     "MATCHING": "'matching'",
     "DISPOSAL": "'disposal'",
+    "COVERING": "'covering'",
     "TRUE": "'true'",
     "FALSE": "'false'",
     "LPAR": "'('",
@@ -221,6 +222,13 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str) -> Diagnostic:
 
 def parse(text: str, filename: str = "<program>") -> ast.ProgramSyntax:
     """Parse program text into its syntax tree, or raise :class:`ProgramError` with the position."""
+    return _parse(text, filename)
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str, filename: str) -> ast.ProgramSyntax:
+    # Cached: the tree is immutable, and replicas, joining subscribers and the lab parse the
+    # same texts over and over.
     try:
         tree: Tree = _lark().parse(text)
     except UnexpectedInput as err:

@@ -12,8 +12,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from faidecs.errors import EventError, SnapshotError, SubscriptionNotFound
 from faidecs.grammar import compile_program
-from faidecs.grammar.model import EventType, Program, Subscription
-from faidecs.matching.conjunction_state import ConjunctionState
+from faidecs.grammar.model import Conjunction, Covering, EventType, Program, Subscription
+from faidecs.matching.conjunction_state import AnyConjunctionState, ConjunctionState, StagedConjunctionState
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.events import Event, EventValidator
 from faidecs.matching.reference import ReferenceMatcher
@@ -25,7 +25,7 @@ SNAPSHOT_FORMAT = "faidecs.snapshot/1"
 @dataclass(slots=True)
 class _SubscriptionState:
     subscription: Subscription
-    conjunctions: list[ConjunctionState]  # as written
+    conjunctions: list[AnyConjunctionState]  # as written
     order: tuple[int, ...]  # canonical evaluation order
 
 
@@ -80,7 +80,13 @@ class Engine:
         return "\n".join(parts) + "\n"
 
     def _add(self, sub: Subscription) -> None:
-        states = [ConjunctionState(ReferenceMatcher(c, sub.matching), sub.disposal) for c in sub.conjunctions]
+        def make(c: Conjunction) -> ConjunctionState:
+            return ConjunctionState(ReferenceMatcher(c, sub.matching), sub.disposal)
+
+        states: list[AnyConjunctionState] = []
+        for c in sub.conjunctions:
+            staged = sub.covering is Covering.STAGED and len(c.components()) > 1
+            states.append(StagedConjunctionState(c, make) if staged else make(c))
         self._subscriptions[sub.name] = _SubscriptionState(sub, states, sub.evaluation_order)
 
     def subscribe(self, text: str) -> list[str]:
@@ -138,8 +144,9 @@ class Engine:
 
     # --- state -----------------------------------------------------------------------------
 
-    def state_json(self) -> dict[str, list[dict[str, list[str]]]]:
-        """Per subscription, per conjunction as written, per type: the queued ids, oldest first."""
+    def state_json(self) -> dict[str, list[dict[str, Any]]]:
+        """Per subscription, per conjunction as written, per type: the queued ids, oldest first
+        (a staged conjunction adds its waiting component relations under ``"staged"``)."""
         return {name: [c.state_json() for c in s.conjunctions] for name, s in self._subscriptions.items()}
 
     def check(self) -> None:
@@ -180,14 +187,8 @@ class Engine:
             if not isinstance(conj_queues, list) or len(conj_queues) != len(state.conjunctions):
                 raise SnapshotError(f"subscription {name}: expected {len(state.conjunctions)} conjunction states")
             for k, (conj, saved) in enumerate(zip(state.conjunctions, conj_queues)):
-                if not isinstance(saved, Mapping) or list(saved) != list(conj.queues):
-                    raise SnapshotError(f"subscription {name}, conjunction {k}: expected queues {list(conj.queues)}")
-                for type_name, events in saved.items():
-                    try:
-                        restored = [engine._validator.validate(e) for e in events]
-                    except EventError as exc:
-                        raise SnapshotError(f"subscription {name}, conjunction {k}: {exc}") from None
-                    if any(e.type != type_name for e in restored):
-                        raise SnapshotError(f"subscription {name}, conjunction {k}: queue {type_name} holds another type")
-                    conj.queues[type_name] = restored
+                try:
+                    conj.restore(saved, engine._validator.validate)
+                except (EventError, SnapshotError) as exc:
+                    raise SnapshotError(f"subscription {name}, conjunction {k}: {exc}") from None
         return engine

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Annotated, Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError
@@ -92,6 +93,18 @@ def _json_kind(value: Any) -> str:
     return type(value).__name__
 
 
+@lru_cache(maxsize=1024)
+def _adapter_for(event_type: EventType) -> TypeAdapter[Any]:
+    """The pydantic adapter of one declared type. Building one costs far more than validating an
+    event, and engines of the same program (replicas, lab runs) share their types."""
+    # A TypedDict rather than a model: attribute names such as `json` or `copy` would clash with
+    # BaseModel's own members.
+    fields = {a.name: _FIELD_TYPES[a.kind] for a in event_type.attributes}
+    schema = TypedDict(f"Event_{event_type.name}", fields)  # type: ignore[misc]
+    schema.__pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[attr-defined]
+    return TypeAdapter(schema)
+
+
 class EventValidator:
     """Validates input events against a set of declared types. One pydantic adapter per type
     is built once and reused."""
@@ -103,13 +116,7 @@ class EventValidator:
     def _adapter(self, event_type: EventType) -> TypeAdapter[Any]:
         adapter = self._adapters.get(event_type.name)
         if adapter is None:
-            # A TypedDict rather than a model: attribute names such as `json` or `copy` would
-            # clash with BaseModel's own members.
-            fields = {a.name: _FIELD_TYPES[a.kind] for a in event_type.attributes}
-            schema = TypedDict(f"Event_{event_type.name}", fields)  # type: ignore[misc]
-            schema.__pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[attr-defined]
-            adapter = TypeAdapter(schema)
-            self._adapters[event_type.name] = adapter
+            adapter = self._adapters[event_type.name] = _adapter_for(event_type)
         return adapter
 
     def validate(self, obj: Any, *, default_id: str | None = None, line: int | None = None) -> Event:

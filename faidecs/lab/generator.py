@@ -1,0 +1,61 @@
+"""Seeded generation of lab scenarios aimed at the papers' counterexamples: covering pairs
+(Φ and Φ ∧ Φ'), shared extensions (Φ ∧ Φ' and Φ ∧ Φ''), processes over a common type,
+disjunctions, several instances of one type, and reactive publishers."""
+
+from __future__ import annotations
+
+import random
+
+from faidecs.lab.scenario import TYPES, Conj, Reaction, Scenario
+
+OPS = ("<", ">", "=", "!=", "<=", ">=")
+VALUES = 3  # attribute values 0..VALUES-1: small, so that matches and near-misses are frequent
+
+
+def _conjunction(rng: random.Random, types: list[str]) -> Conj:
+    """A conjunction over ``types``: instances, unary and binary predicates."""
+    slots: list[str] = []
+    for t in types:
+        top = rng.choice((0, 0, 0, 1, 1, 2))
+        slots += [f"{t}[{i}]" for i in range(top + 1)]
+    atoms: list[str] = []
+    for s in slots:
+        if rng.random() < 0.35:
+            atoms.append(f"{s}.a {rng.choice(OPS)} {rng.randrange(VALUES)}")
+    for _ in range(rng.choice((0, 1, 1, 2))):
+        if len(slots) >= 2:
+            x, y = rng.sample(slots, 2)
+            atoms.append(f"{x}.a {rng.choice(OPS)} {y}.a")
+    mentioned = " ".join(atoms)
+    for t in types:  # declare the highest instance of each type
+        top = max(int(s[len(t) + 1 : -1]) for s in slots if s.startswith(t + "["))
+        if f"{t}[{top}]" not in mentioned:
+            atoms.insert(0, f"{t}[{top}]")
+    return tuple(atoms)
+
+
+def scenario(rng: random.Random) -> Scenario:
+    base_types = rng.sample(TYPES[:2], rng.choice((1, 2, 2)))
+    base = _conjunction(rng, base_types)
+    ext_a = _conjunction(rng, ["T3"])
+    ext_b = _conjunction(rng, ["T4"])
+    other = _conjunction(rng, rng.sample(["T1", "T2", "T3"], rng.choice((1, 2))))
+    shape = rng.randrange(5)
+    if shape == 0:  # covering pair
+        processes = [("p1", (base,)), ("p2", (base + ext_a,))]
+    elif shape == 1:  # two extensions of one part
+        processes = [("p1", (base + ext_a,)), ("p2", (base + ext_b,))]
+    elif shape == 2:  # different conjunctions over a common type
+        processes = [("p1", (base,)), ("p2", (other,))]
+    elif shape == 3:  # disjunctions sharing conjunctions
+        processes = [("p1", (base, other)), ("p2", (other, base + ext_a)), ("p3", (base,))]
+    else:  # identical conjunctions, covering and an unrelated one
+        processes = [("p1", (base,)), ("p2", (base,)), ("p3", (base + ext_a,)), ("p4", (other,))]
+    used = sorted({t for _, cs in processes for c in cs for atom in c for t in TYPES if t in atom})
+    n = rng.randrange(3, 13)
+    events = tuple((rng.choice(used), rng.randrange(VALUES)) for _ in range(n))
+    reactions: tuple[tuple[str, Reaction], ...] = ()
+    if rng.random() < 0.3:
+        who = rng.choice([name for name, _ in processes])
+        reactions = ((who, Reaction(rng.choice(used), rng.randrange(VALUES), rng.choice((1, 2)))),)
+    return Scenario(tuple(processes), events, reactions)

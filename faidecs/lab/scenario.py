@@ -1,0 +1,79 @@
+"""A lab scenario: processes with subscriptions, a stream of events, and reactive publishers.
+
+Scenarios are plain data so that the shrinker can take pieces away and the lab can write them
+out; :func:`run` turns one into a run log under one matching and disposal option.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from faidecs.matching.delivery import Delivery
+from faidecs.processes import run_processes
+from faidecs.runlog import RunLog
+
+TYPES = ("T1", "T2", "T3", "T4")
+TYPES_SOURCE = "".join(f"type {t}(a: int)\n" for t in TYPES)
+
+Conj = tuple[str, ...]  # atoms joined by `and`
+
+
+@dataclass(frozen=True, slots=True)
+class Reaction:
+    """On each delivery, the process publishes one event of ``type_name`` with ``a = value``,
+    at most ``limit`` times."""
+
+    type_name: str
+    value: int
+    limit: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    processes: tuple[tuple[str, tuple[Conj, ...]], ...]  # (name, disjunction of conjunctions)
+    events: tuple[tuple[str, int], ...]  # (type, a), published in this order
+    reactions: tuple[tuple[str, Reaction], ...] = field(default=())
+
+    def subscription(self, name: str, matching: str, disposal: str, extra: str = "") -> str:
+        conjs = dict(self.processes)[name]
+        condition = " or ".join(" and ".join(c) for c in conjs)
+        return f"subscription {name} (matching {matching}, disposal {disposal}{extra}): {condition}"
+
+    def size(self) -> int:
+        return len(self.events) * 10 + sum(len(c) + 5 for _, cs in self.processes for c in cs) + len(self.reactions)
+
+    def without_event(self, k: int) -> "Scenario":
+        return replace(self, events=self.events[:k] + self.events[k + 1 :])
+
+    def without_process(self, k: int) -> "Scenario":
+        name = self.processes[k][0]
+        return replace(
+            self,
+            processes=self.processes[:k] + self.processes[k + 1 :],
+            reactions=tuple(r for r in self.reactions if r[0] != name),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "processes": {n: [list(c) for c in cs] for n, cs in self.processes},
+            "events": [list(e) for e in self.events],
+            "reactions": {n: [r.type_name, r.value, r.limit] for n, r in self.reactions},
+        }
+
+
+def run(scenario: Scenario, matching: str, disposal: str, extra: str = "") -> RunLog:
+    """The run log of ``scenario`` with every process using ``matching`` and ``disposal``."""
+    processes = {name: scenario.subscription(name, matching, disposal, extra) for name, _ in scenario.processes}
+    reactions = dict(scenario.reactions)
+    made: dict[str, int] = {}
+
+    def react(process: str, delivery: Delivery) -> list[Mapping[str, Any]]:
+        rule = reactions.get(process)
+        if rule is None or made.get(process, 0) >= rule.limit:
+            return []
+        made[process] = made.get(process, 0) + 1
+        return [{"id": f"{process}r{made[process]}", "type": rule.type_name, "attrs": {"a": rule.value}}]
+
+    events = [{"id": f"e{k + 1}", "type": t, "attrs": {"a": a}} for k, (t, a) in enumerate(scenario.events)]
+    return run_processes(TYPES_SOURCE, processes, events, react=react if reactions else None)
