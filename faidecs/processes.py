@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable, Iterable, Mapping
 
+from faidecs.grammar import compile_program
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
 from faidecs.runlog import RunLog, RunRecorder
@@ -32,7 +33,11 @@ def run_processes(
     Reactions are published right after the publication that caused them, in the order they were
     made, before the next event of ``events``; at most ``max_reactions`` in all (reactive loops end).
     """
-    engines = {name: Engine.from_source(types_source + "\n" + source) for name, source in processes.items()}
+    types = compile_program(types_source, "<types>").types
+    engines = {
+        name: Engine(compile_program(source, f"<subscription of {name}>", known_types=types))
+        for name, source in processes.items()
+    }
     recorder = RunRecorder(types_source, processes)
     reactions: deque[tuple[str, Mapping[str, Any]]] = deque()
     made = 0

@@ -187,6 +187,10 @@ def cmd_lab(args: argparse.Namespace) -> int:
     found = lab(runs=args.runs, seed=args.seed, extra=extra, workers=args.workers)
     if args.json:
         print(json.dumps({name: sorted(props) for name, props in found.items()}, indent=2))
+    elif args.markdown:
+        from faidecs.lab.report import markdown
+
+        sys.stdout.write(markdown(found, COMBINATIONS, extra))
     else:
         sys.stdout.write(render_table(found, COMBINATIONS, extra))
     if args.out:
@@ -231,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--runs", type=int, default=3000, help="generated runs per combination (default 3000)")
     lab.add_argument("--seed", type=int, default=0, help="seed of the generator (default 0)")
     lab.add_argument("--json", action="store_true", help="print {combination: [violated properties]}")
+    lab.add_argument("--markdown", action="store_true", help="print the table and every counterexample as Markdown")
     lab.add_argument("--out", help="write each counterexample as a run log under this folder")
     lab.add_argument("--staged", action="store_true", help="use the staged covering option for every subscription")
     lab.add_argument("--workers", type=int, help="worker processes (default: one per core)")

@@ -222,22 +222,25 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str) -> Diagnostic:
 
 def parse(text: str, filename: str = "<program>") -> ast.ProgramSyntax:
     """Parse program text into its syntax tree, or raise :class:`ProgramError` with the position."""
-    return _parse(text, filename)
+    result = _parse(text)
+    if isinstance(result, Diagnostic):
+        raise ProgramError([result], text, filename)
+    return result
 
 
 @lru_cache(maxsize=4096)
-def _parse(text: str, filename: str) -> ast.ProgramSyntax:
-    # Cached: the tree is immutable, and replicas, joining subscribers and the lab parse the
-    # same texts over and over.
+def _parse(text: str) -> ast.ProgramSyntax | Diagnostic:
+    # Cached on the text alone: trees are immutable, and replicas, joining subscribers and the
+    # lab parse the same texts over and over.
     try:
         tree: Tree = _lark().parse(text)
     except UnexpectedInput as err:
-        raise ProgramError([_syntax_diagnostic(err, text)], text, filename) from None
+        return _syntax_diagnostic(err, text)
     try:
         result = _ToAst(text).transform(tree)
     except VisitError as err:
         if isinstance(err.orig_exc, _BadLiteral):
-            raise ProgramError([Diagnostic(str(err.orig_exc), err.orig_exc.span)], text, filename) from None
+            return Diagnostic(str(err.orig_exc), err.orig_exc.span)
         raise
     assert isinstance(result, ast.ProgramSyntax)
     return result

@@ -37,6 +37,9 @@ def _conjunction(rng: random.Random, types: list[str]) -> Conj:
 def scenario(rng: random.Random) -> Scenario:
     base_types = rng.sample(TYPES[:2], rng.choice((1, 2, 2)))
     base = _conjunction(rng, base_types)
+    if len(base_types) == 2 and rng.random() < 0.4:
+        # Link the two base types, so that an early event may find its partner only later.
+        base = base + (f"T1[0].a {rng.choice(OPS)} T2[0].a",)
     ext_a = _conjunction(rng, ["T3"])
     ext_b = _conjunction(rng, ["T4"])
     other = _conjunction(rng, rng.sample(["T1", "T2", "T3"], rng.choice((1, 2))))
@@ -54,6 +57,10 @@ def scenario(rng: random.Random) -> Scenario:
     used = sorted({t for _, cs in processes for c in cs for atom in c for t in TYPES if t in atom})
     n = rng.randrange(3, 13)
     events = tuple((rng.choice(used), rng.randrange(VALUES)) for _ in range(n))
+    if rng.random() < 0.4:
+        # Hold back the extensions' events: queues of the shared part fill up first.
+        late = ("T3", "T4")
+        events = tuple(e for e in events if e[0] not in late) + tuple(e for e in events if e[0] in late)
     reactions: tuple[tuple[str, Reaction], ...] = ()
     if rng.random() < 0.3:
         who = rng.choice([name for name, _ in processes])

@@ -38,7 +38,7 @@ def type_total_order(view: RunView) -> list[Violation]:
     for a, b in view.stream_pairs():
         fa, fb = a.first_times(), b.first_times()
         by_type: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
-        for event_id in fa.keys() & fb.keys():
+        for event_id in fa.keys() & fb.keys() & view.events.keys():  # unpublished ids: No Creation's business
             by_type[view.events[event_id].type].append((event_id, fa[event_id], fb[event_id]))
         for type_name in sorted(by_type):
             pair = _inversion(by_type[type_name])
@@ -157,7 +157,7 @@ def type_local_order(view: RunView) -> list[Violation]:
         if process not in first_by_process:
             continue
         for e, t in first_by_process[process].items():
-            if t >= publication.time or view.events[e].type != publication.type:
+            if t >= publication.time or e not in view.events or view.events[e].type != publication.type:
                 continue
             e2 = publication.id
             for s in view.streams.values():

@@ -1,0 +1,72 @@
+"""The lab's findings as Markdown (``faidecs lab --markdown``): the table against the paper's,
+and one shrunk counterexample per violated cell, drawn as its run."""
+
+from __future__ import annotations
+
+from faidecs.lab.scenario import Scenario, run
+from faidecs.lab.search import Finding, combo_name, paper_row
+from faidecs.matching.guarantees import PROPERTIES
+from faidecs.properties import check
+
+
+def _cell(found: bool, paper: bool | None) -> str:
+    if paper is None:
+        return "✗" if found else "✓"
+    if found == paper:
+        return "✗" if found else "✓"
+    return "**✗ (paper: kept)**" if found else "**✓ (paper: violated)**"
+
+
+def table(found: dict[str, dict[str, Finding]], combinations: tuple[tuple[str, str], ...], extra: str = "") -> str:
+    head = "| combination | " + " | ".join(PROPERTIES) + " |"
+    rule = "|---" * (len(PROPERTIES) + 1) + "|"
+    rows = [head, rule]
+    for m, d in combinations:
+        name = combo_name(m, d, extra)
+        paper = None if extra else paper_row(m, d)
+        cells = [_cell(p in found[name], None if paper is None else p in paper) for p in PROPERTIES]
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def counterexample(s: Scenario, matching: str, disposal: str, prop: str, extra: str = "") -> str:
+    log = run(s, matching, disposal, extra)
+    lines = ["```"]
+    for name, _ in s.processes:
+        lines.append(log.processes[name])
+    for name, rule in s.reactions:
+        lines.append(f"# {name} publishes {rule.type_name}(a={rule.value}) after each delivery, at most {rule.limit}x")
+    deliveries = {}
+    for d in log.delivered:
+        deliveries.setdefault(d.time, []).append(d)
+    records = sorted(
+        [(p.time, f"publish {p.id}: {p.type}(a={p.event['attrs']['a']})" + (
+            f" by {p.publisher}" if p.publisher != "publisher" else "")) for p in log.published]
+        + [(d.time, f"    {d.process} delivers [{', '.join(d.relation)}]") for d in log.delivered]
+    )
+    lines += [text for _, text in records]
+    for name, queues in log.final.items():
+        shown = "; ".join(
+            ", ".join(f"{t}=[{', '.join(map(str, ids))}]" for t, ids in q.items() if t != "staged") for q in queues
+        )
+        lines.append(f"final queues of {name}: {shown}")
+    lines.append("```")
+    violation = check(log, [prop]).results[prop][0]
+    lines.append(f"{violation.explanation}.")
+    return "\n".join(lines)
+
+
+def markdown(found: dict[str, dict[str, Finding]], combinations: tuple[tuple[str, str], ...], extra: str = "") -> str:
+    out = [table(found, combinations, extra), ""]
+    for m, d in combinations:
+        name = combo_name(m, d, extra)
+        if not found[name]:
+            continue
+        out.append(f"### {name}\n")
+        for prop in PROPERTIES:
+            finding = found[name].get(prop)
+            if finding is None:
+                continue
+            out.append(f"**{prop}** (found after {finding.runs_needed} runs)\n")
+            out.append(counterexample(finding.scenario, m, d, prop, extra) + "\n")
+    return "\n".join(out)
