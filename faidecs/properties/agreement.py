@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from faidecs.properties.view import RunView, Violation, components, project, slot_positions
+from faidecs.properties.view import RunView, Violation, slot_positions
 
 
 def conjunction_agreement(view: RunView) -> list[Violation]:
@@ -31,7 +31,7 @@ def covering_agreement(view: RunView) -> list[Violation]:
     """If Φ ∧ Φ' delivers a relation and Φ' shares no type with Φ, every process subscribed to Φ
     delivers its Φ part."""
     for wide in view.streams.values():
-        comps = components(wide.conjunction)
+        comps = wide.conjunction.components()
         for narrow in view.streams.values():
             if narrow is wide or narrow.options != wide.options:
                 continue
@@ -40,7 +40,7 @@ def covering_agreement(view: RunView) -> list[Violation]:
                 continue
             if not all(c <= types or not (c & types) for c in comps):
                 continue  # Φ' would share a predicate with Φ: not a type-disjoint extension
-            if project(wide.conjunction, types).text != narrow.conjunction.text:
+            if wide.conjunction.project(types).text != narrow.conjunction.text:
                 continue
             positions = slot_positions(wide.conjunction, types)
             delivered = {ids for _, ids in narrow.deliveries}

@@ -90,36 +90,10 @@ class RunView:
 # --- conjunction structure ---------------------------------------------------------------------
 
 
-def components(conj: Conjunction) -> list[frozenset[str]]:
-    """The types of ``conj`` grouped by the predicates that link them (connected components)."""
-    parent = {t: t for t in conj.types}
-
-    def find(t: str) -> str:
-        while parent[t] != t:
-            t = parent[t]
-        return t
-
-    for p in conj.predicates:
-        types = sorted({s.type_name for s in p.slots})
-        for other in types[1:]:
-            parent[find(other)] = find(types[0])
-    groups: dict[str, set[str]] = {}
-    for t in conj.types:
-        groups.setdefault(find(t), set()).add(t)
-    return [frozenset(g) for g in groups.values()]
-
-
-def project(conj: Conjunction, types: frozenset[str]) -> Conjunction:
-    """The part of ``conj`` over ``types`` (a union of its components)."""
-    signature = tuple(s for s in conj.signature if s.type_name in types)
-    preds = tuple(p for p in conj.predicates if all(s.type_name in types for s in p.slots))
-    return Conjunction(signature, preds, 0)
-
-
 def common_parts(a: Conjunction, b: Conjunction) -> list[frozenset[str]]:
     """Type sets S, unions of components of both, on which ``a`` and ``b`` project to the same
     conjunction: the shared Φ of `Φ ∧ Φ'` and `Φ ∧ Φ''` (Φ', Φ'' type-disjoint from Φ)."""
-    shared = [c for c in components(a) if c in components(b) and project(a, c).text == project(b, c).text]
+    shared = [c for c in a.components() if c in b.components() and a.project(c).text == b.project(c).text]
     out: list[frozenset[str]] = []
     for r in range(1, len(shared) + 1):
         for combo in combinations(shared, r):
