@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from faidecs.grammar.model import Conjunction, Program, Subscription
+from faidecs.grammar.model import Conjunction, Covering, Program, Subscription
+from faidecs.lab.measured import MEASURED_VIOLATIONS, STAGED_VIOLATIONS
 from faidecs.matching.guarantees import paper_kept, paper_lost
+
+
+def measured_lost(sub: Subscription) -> tuple[str, ...]:
+    """What the project's lab found the subscription's options violate (docs/properties.md)."""
+    name = f"{sub.matching.value}+{sub.disposal.value}"
+    if sub.covering is Covering.STAGED:
+        return STAGED_VIOLATIONS[name + "+covering staged"]
+    return MEASURED_VIOLATIONS[name]
 
 
 def conjunction_json(conj: Conjunction) -> dict[str, Any]:
@@ -23,10 +32,12 @@ def subscription_json(sub: Subscription) -> dict[str, Any]:
         "name": sub.name,
         "matching": sub.matching.value,
         "disposal": sub.disposal.value,
+        "covering": sub.covering.value,
         "conjunctions": [conjunction_json(c) for c in sub.conjunctions],
         "evaluation_order": list(sub.evaluation_order),
         "keeps": list(paper_kept(sub.matching, sub.disposal)),
         "loses": {p: list(t) for p, t in paper_lost(sub.matching, sub.disposal).items()},
+        "lab_loses": list(measured_lost(sub)),
     }
 
 
@@ -45,7 +56,10 @@ def describe_program(program: Program) -> str:
         lines.append(t.declaration())
     for sub in program.subscriptions:
         lines.append("")
-        lines.append(f"subscription {sub.name} (matching {sub.matching.value}, disposal {sub.disposal.value})")
+        staged = ", covering staged" if sub.covering is Covering.STAGED else ""
+        lines.append(
+            f"subscription {sub.name} (matching {sub.matching.value}, disposal {sub.disposal.value}{staged})"
+        )
         for conj in sub.conjunctions:
             lines.append(f"  conjunction {conj.written_index}: {conj.condition_text()}")
             lines.append(f"    signature: [{', '.join(str(s) for s in conj.signature)}]")
@@ -64,4 +78,6 @@ def describe_program(program: Program) -> str:
         else:
             lines.append("  loses: none")
         lines.append("  (per the paper's Table 4.1, ToIT 2013)")
+        found = measured_lost(sub)
+        lines.append(f"  the lab finds violated: {', '.join(found) if found else 'none'} (docs/properties.md)")
     return "\n".join(lines) + "\n"

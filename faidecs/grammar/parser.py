@@ -178,7 +178,8 @@ class _ToAst(Transformer):
             value.encode("utf-8")
         except json.JSONDecodeError as exc:
             raise _BadLiteral(
-                f"invalid string literal: {exc.msg} at character {exc.pos + 1} of the literal", _token_span(tok)
+                f"invalid string literal: {exc.msg.removesuffix(' at')} at character {exc.pos + 1} of the literal",
+                _token_span(tok),
             ) from None
         except UnicodeEncodeError:
             raise _BadLiteral("invalid string literal: lone surrogate escape", _token_span(tok)) from None

@@ -175,7 +175,7 @@ class EventValidator:
                 raise EventError(problem, line=line, event_id=event_id, type_name=event_type.name, attribute=attr.name)
         for field, text in (("id", event_id), ("publisher", env.publisher)):
             if text is not None and _value_problem(text) is not None:
-                raise EventError(f"field {field!r}: {_value_problem(text)}", line=line)
+                raise EventError(f"field {field!r}: {_value_problem(text)}", line=line, event_id=shown_id)
         return Event(event_id, event_type, values, env.publisher, env.seq)
 
 
