@@ -43,7 +43,7 @@ def scenario(rng: random.Random) -> Scenario:
     ext_a = _conjunction(rng, ["T3"])
     ext_b = _conjunction(rng, ["T4"])
     other = _conjunction(rng, rng.sample(["T1", "T2", "T3"], rng.choice((1, 2))))
-    shape = rng.randrange(5)
+    shape = rng.randrange(6)
     if shape == 0:  # covering pair
         processes = [("p1", (base,)), ("p2", (base + ext_a,))]
     elif shape == 1:  # two extensions of one part
@@ -52,8 +52,11 @@ def scenario(rng: random.Random) -> Scenario:
         processes = [("p1", (base,)), ("p2", (other,))]
     elif shape == 3:  # disjunctions sharing conjunctions
         processes = [("p1", (base, other)), ("p2", (other, base + ext_a)), ("p3", (base,))]
-    else:  # identical conjunctions, covering and an unrelated one
+    elif shape == 4:  # identical conjunctions, covering and an unrelated one
         processes = [("p1", (base,)), ("p2", (base,)), ("p3", (base + ext_a,)), ("p4", (other,))]
+    else:  # one type seen by a plain subscriber and by conjunctions with several instances of it
+        t = rng.choice(TYPES[:2])
+        processes = [("p1", (_conjunction(rng, [t]),)), ("p2", (_conjunction(rng, [t]),)), ("p3", ((f"{t}[0]",),))]
     used = sorted({t for _, cs in processes for c in cs for atom in c for t in TYPES if t in atom})
     n = rng.randrange(3, 13)
     events = tuple((rng.choice(used), rng.randrange(VALUES)) for _ in range(n))

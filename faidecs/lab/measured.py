@@ -16,6 +16,7 @@ MEASURED_VIOLATIONS: dict[str, tuple[str, ...]] = {
         "Type Total Order",
     ),
     "FRC+I": (
+        "Conjunction Total Order",
         "Conjunction Validity",
         "Covering Agreement",
         "Event Validity",
@@ -209,6 +210,7 @@ STAGED_VIOLATIONS: dict[str, tuple[str, ...]] = {
         "No Duplication'",
         "Type Causal Order",
         "Type FIFO Order",
+        "Type Total Order",
     ),
     "MRC+FP+covering staged": (
         "Conjunction Validity",

@@ -67,6 +67,11 @@ def markdown(found: dict[str, dict[str, Finding]], combinations: tuple[tuple[str
             finding = found[name].get(prop)
             if finding is None:
                 continue
-            out.append(f"**{prop}** (found after {finding.runs_needed} runs)\n")
+            how = (
+                f"found after {finding.runs_needed} runs"
+                if finding.origin == "search"
+                else f"found by replaying a counterexample of {finding.origin}"
+            )
+            out.append(f"**{prop}** ({how})\n")
             out.append(counterexample(finding.scenario, m, d, prop, extra) + "\n")
     return "\n".join(out)
