@@ -40,7 +40,7 @@ def _reject_constant(name: str) -> Any:
 def parse_line(engine: Engine, text: str, line: int, seen_ids: set[str]) -> object:
     """Validate one input line into an event; raises :class:`EventError` naming the line."""
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(text.rstrip("\r\n"), parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise EventError(f"invalid JSON: {exc.msg} (column {exc.colno})", line=line) from None
     except _NotJson as exc:

@@ -277,3 +277,12 @@ def test_replay_skip_counts_rejects(engine: Engine) -> None:
     assert delivered == [["1", "3"]]
     assert [n for n, _ in rejected] == [2]
     assert (summary.lines, summary.events, summary.deliveries, summary.rejected) == (3, 2, 1, 1)
+
+
+def test_parse_line_cut_short_reports_the_column_on_its_own_line(engine: Engine) -> None:
+    """A line cut short is reported just after its last character, not after its newline."""
+    text = '{"id": "x", "type": "T"\n'
+    with pytest.raises(EventError) as exc:
+        parse_line(engine, text, 4, set())
+    assert exc.value.line == 4
+    assert exc.value.reason == "invalid JSON: Expecting ',' delimiter (column 24)"
