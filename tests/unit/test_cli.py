@@ -562,3 +562,27 @@ def test_executable_check_stdin(tmp_path: Path) -> None:
         "    subscription S: T.a < T.a",
         "                    ^^^^^^^^^",
     ]
+
+
+def test_progress_bar_on_stderr_for_large_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--progress auto` shows a bar only for inputs of PROGRESS_MIN_BYTES or more on a terminal;
+    `always` forces it; the deliveries on stdout are the same either way."""
+    import faidecs.cli.main as cli
+
+    prog = write(tmp_path / "p.fdc", PROGRAM)
+    evs = write(tmp_path / "e.jsonl", jsonl(EX1_EVENTS))
+    assert main(["run", "--program", prog, "--events", evs, "--progress", "always"]) == 0
+    forced = capsys.readouterr()
+    assert "events" in forced.err and "100%" in forced.err
+    assert forced.out == delivery("S", ["x1", "y1"]) + "\n"
+
+    monkeypatch.setattr(cli, "PROGRESS_MIN_BYTES", 10)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["run", "--program", prog, "--events", evs]) == 0
+    assert "100%" in capsys.readouterr().err
+
+    monkeypatch.setattr(cli, "PROGRESS_MIN_BYTES", 10**9)
+    assert main(["run", "--program", prog, "--events", evs]) == 0
+    assert capsys.readouterr().err == ""
