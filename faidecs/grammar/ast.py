@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-from faidecs.span import Span
+from faidecs.span import Span as Span  # re-exported: spans are part of the tree's vocabulary
 
 
 

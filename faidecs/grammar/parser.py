@@ -73,7 +73,7 @@ class _BadLiteral(Exception):
 
 
 @v_args(meta=True)
-class _ToAst(Transformer):
+class _ToAst(Transformer[Token, Any]):
     def __init__(self, text: str):
         super().__init__()
         self._text = text
@@ -140,7 +140,9 @@ class _ToAst(Transformer):
         operand = children[0]
         span = _span_of(meta)
         # Fold `-5` into a literal so that negative constants print and compare as constants.
-        if isinstance(operand, ast.Literal) and type(operand.value) in (int, float):
+        if isinstance(operand, ast.Literal) and isinstance(operand.value, (int, float)) and not isinstance(
+            operand.value, bool
+        ):
             return ast.Literal(-operand.value, span)
         return ast.Neg(operand, span)
 
@@ -215,7 +217,7 @@ def _syntax_diagnostic(err: UnexpectedInput, text: str) -> Diagnostic:
         span = _token_span(tok)
         return Diagnostic(f"unexpected {str(tok)!r}; expected {_expected(err.expected)}", span)
     assert isinstance(err, UnexpectedCharacters)
-    pos = err.pos_in_stream
+    pos = err.pos_in_stream or 0
     span = ast.Span(err.line, err.column, err.line, err.column + 1, pos, pos + 1)
     allowed = _expected(err.allowed) if err.allowed else "a declaration"
     return Diagnostic(f"unexpected character {text[pos]!r}; expected {allowed}", span)
@@ -234,7 +236,7 @@ def _parse(text: str) -> ast.ProgramSyntax | Diagnostic:
     # Cached on the text alone: trees are immutable, and replicas, joining subscribers and the
     # lab parse the same texts over and over.
     try:
-        tree: Tree = _lark().parse(text)
+        tree: Tree[Token] = _lark().parse(text)
     except UnexpectedInput as err:
         return _syntax_diagnostic(err, text)
     try:

@@ -43,6 +43,7 @@ def scenario(rng: random.Random) -> Scenario:
     ext_a = _conjunction(rng, ["T3"])
     ext_b = _conjunction(rng, ["T4"])
     other = _conjunction(rng, rng.sample(["T1", "T2", "T3"], rng.choice((1, 2))))
+    processes: list[tuple[str, tuple[Conj, ...]]]
     shape = rng.randrange(6)
     if shape == 0:  # covering pair
         processes = [("p1", (base,)), ("p2", (base + ext_a,))]

@@ -36,9 +36,6 @@ def counterexample(s: Scenario, matching: str, disposal: str, prop: str, extra: 
         lines.append(log.processes[name])
     for name, rule in s.reactions:
         lines.append(f"# {name} publishes {rule.type_name}(a={rule.value}) after each delivery, at most {rule.limit}x")
-    deliveries = {}
-    for d in log.delivered:
-        deliveries.setdefault(d.time, []).append(d)
     records = sorted(
         [(p.time, f"publish {p.id}: {p.type}(a={p.event['attrs']['a']})" + (
             f" by {p.publisher}" if p.publisher != "publisher" else "")) for p in log.published]

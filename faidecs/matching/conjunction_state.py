@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from faidecs.errors import SnapshotError
-from faidecs.grammar.model import Conjunction, Disposal
+from faidecs.grammar.model import Conjunction, Disposal, Slot
 from faidecs.matching.events import Event
 from faidecs.matching.reference import Queues, ReferenceMatcher, dispose
 
@@ -93,7 +93,7 @@ class StagedConjunctionState:
         self.pending[k].append(relation)
         if not all(self.pending):
             return None
-        by_slot = {}
+        by_slot: dict[Slot, Event] = {}
         for part, waiting in zip(self.parts, self.pending):
             by_slot.update(zip(part.conjunction.signature, waiting.pop(0)))
         return tuple(by_slot[s] for s in self.conjunction.signature)
