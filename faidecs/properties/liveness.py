@@ -16,10 +16,11 @@ the promise can no longer be kept (see docs/properties.md for the exact judgemen
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 from faidecs.grammar.model import Conjunction, Slot
-from faidecs.matching.evaluate import compile_predicate
+from faidecs.matching.evaluate import PredicateFn, compile_predicate
 from faidecs.matching.events import Event
 from faidecs.properties.view import RunView, Stream, Violation, binary_free_slots
 
@@ -58,11 +59,19 @@ def find_assignment(
     return [e for e in binding if e is not None] if search(0) else None
 
 
-def _unary_ok(conj: Conjunction, slot: Slot, event: Event) -> bool:
+@lru_cache(maxsize=256)
+def _unary_checks(conj: Conjunction) -> dict[Slot, tuple[int, list[PredicateFn]]]:
+    """Each slot's position and compiled unary predicates; compiled once per conjunction, since
+    the checks below ask about every event and slot of a run."""
     positions = {s: k for k, s in enumerate(conj.signature)}
+    return {s: (positions[s], [compile_predicate(p, positions) for p in conj.unary(s)]) for s in conj.signature}
+
+
+def _unary_ok(conj: Conjunction, slot: Slot, event: Event) -> bool:
+    position, checks = _unary_checks(conj)[slot]
     binding: list[Event | None] = [None] * len(conj.signature)
-    binding[positions[slot]] = event
-    return all(compile_predicate(p, positions)(binding) for p in conj.unary(slot))
+    binding[position] = event
+    return all(check(binding) for check in checks)
 
 
 def _newest_first(stream: Stream) -> bool:
@@ -92,6 +101,7 @@ def conjunction_validity(view: RunView) -> list[Violation]:
 
 def event_validity(view: RunView) -> list[Violation]:
     order = {e: p.time for e, p in view.published.items()}
+    in_order = [view.events[p.id] for p in view.log.published]
     for stream in view.streams.values():
         conj = stream.conjunction
         free = binary_free_slots(conj)
@@ -102,14 +112,14 @@ def event_validity(view: RunView) -> list[Violation]:
         queued: set[str] | None = None
         if final is not None and stream.index < len(final):
             queued = _held(final[stream.index])
-        for published in view.log.published:
-            e = view.events[published.id]
+        for k, published in enumerate(view.log.published):
+            e = in_order[k]
             if e.id in delivered:
                 continue
+            later = in_order[k + 1 :]  # the log lists publications in time order
             for slot in free:
                 if slot.type_name != e.type or not _unary_ok(conj, slot, e):
                     continue
-                later = [view.events[p.id] for p in view.log.published if p.time > published.time]
                 candidates = [
                     [e] if s == slot else [x for x in later if x.type == s.type_name] for s in conj.signature
                 ]
