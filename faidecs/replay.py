@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Literal
 from faidecs.errors import EventError
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
+from faidecs.matching.events import Event
 from faidecs.runlog import RunRecorder
 
 OnError = Literal["stop", "skip"]
@@ -37,7 +38,7 @@ def _reject_constant(name: str) -> Any:
     raise _NotJson(name)
 
 
-def parse_line(engine: Engine, text: str, line: int, seen_ids: set[str]) -> object:
+def parse_line(engine: Engine, text: str, line: int, seen_ids: set[str]) -> Event:
     """Validate one input line into an event; raises :class:`EventError` naming the line."""
     try:
         obj = json.loads(text.rstrip("\r\n"), parse_constant=_reject_constant)
@@ -82,11 +83,11 @@ def replay(
             if reject is not None:
                 reject(number, text, err)
             continue
-        seen_ids.add(event.id)  # type: ignore[attr-defined]
+        seen_ids.add(event.id)
         summary.events += 1
         if recorder is not None:
-            recorder.publish(event.to_json())  # type: ignore[attr-defined]
-        for delivery in engine.publish(event):  # type: ignore[arg-type]
+            recorder.publish(event.to_json())
+        for delivery in engine.publish(event):
             summary.deliveries += 1
             if recorder is not None:
                 recorder.deliver(delivery.subscription, delivery.conjunction, delivery.ids)
