@@ -106,3 +106,19 @@ class SubscriptionNotFound(FaidecsError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class QueueOverflowError(FaidecsError):
+    """A bounded queue was full under ``overflow = "error"``. The engine stops: every later call
+    to publish raises this error again; restore a snapshot taken before to go on."""
+
+    def __init__(self, subscription: str, conjunction: int, type_name: str, max_queue: int, event_id: str):
+        self.subscription = subscription
+        self.conjunction = conjunction
+        self.type_name = type_name
+        self.max_queue = max_queue
+        self.event_id = event_id
+        super().__init__(
+            f"subscription {subscription}, conjunction {conjunction}: queue {type_name} is full "
+            f"({max_queue} events) when event {event_id!r} arrives, and its overflow policy is error"
+        )

@@ -2,67 +2,143 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
-from faidecs.errors import SnapshotError
+from faidecs.errors import QueueOverflowError, SnapshotError
 from faidecs.grammar.model import Conjunction, Disposal, Slot
+from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.events import Event
 from faidecs.matching.reference import Queues, ReferenceMatcher, dispose
 
 Validate = Callable[[Any], Event]
 
 
+ARRIVALS = "@arrivals"  # snapshot key beside the type names (no type can be called that)
+
+
 class ConjunctionState:
-    """Queues of one conjunction, and the arrival step ENQUEUE → MATCH → DEQUEUE."""
+    """Queues of one conjunction, and the arrival step ENQUEUE → MATCH → DEQUEUE.
 
-    __slots__ = ("conjunction", "matcher", "disposal", "queues")
+    Beside each queued event it keeps the event's arrival number in the engine (for age bounds
+    and snapshots), and it counts deliveries and bound drops for the metrics."""
 
-    def __init__(self, matcher: ReferenceMatcher, disposal: Disposal):
+    __slots__ = ("conjunction", "matcher", "disposal", "bounds", "queues", "arrivals", "deliveries", "drops", "owner", "last_arrivals")
+
+    def __init__(
+        self, matcher: ReferenceMatcher, disposal: Disposal, bounds: Bounds = UNBOUNDED, owner: tuple[str, int] = ("", 0)
+    ):
         self.conjunction: Conjunction = matcher.conjunction
         self.matcher = matcher
         self.disposal = disposal
+        self.bounds = bounds
         self.queues: Queues = {t: [] for t in self.conjunction.types}
+        self.arrivals: dict[str, list[int]] = {t: [] for t in self.conjunction.types}
+        self.deliveries = 0
+        self.drops = 0
+        self.owner = owner  # (subscription, conjunction as written), for errors
+        self.last_arrivals: tuple[int, ...] = ()  # arrival numbers of the last relation, per slot
 
-    def offer(self, event: Event) -> tuple[Event, ...] | None:
-        """Process one arriving event; return the relation it completes, if any.
+    def offer(self, event: Event, arrival: int) -> tuple[Event, ...] | None:
+        """Process one arriving event (the engine's ``arrival``-th, from 0); return the relation
+        it completes, if any.
 
         At most one relation per arrival. The relation need not contain ``event``: an older
         assignment may still match (e.g. after infix-only disposal)."""
         queue = self.queues.get(event.type)
-        if queue is None or not self.matcher.admits(event):
+        if queue is None:
             return None
+        if self.bounds.max_age is not None:
+            self._expire(arrival - self.bounds.max_age)
+        if not self.matcher.admits(event):
+            return None
+        limit = self.bounds.max_queue
+        if limit is not None and len(queue) >= limit:
+            if self.bounds.overflow == "error":
+                raise QueueOverflowError(*self.owner, event.type, limit, event.id)
+            del queue[0], self.arrivals[event.type][0]
+            self.drops += 1
         queue.append(event)
+        self.arrivals[event.type].append(arrival)
         chosen = self.matcher.match(self.queues)
         if chosen is None:
             return None
         signature = self.conjunction.signature
         relation = tuple(self.queues[slot.type_name][pos] for slot, pos in zip(signature, chosen))
+        self.last_arrivals = tuple(self.arrivals[slot.type_name][pos] for slot, pos in zip(signature, chosen))
         for type_name in self.conjunction.types:
             matched = [pos for slot, pos in zip(signature, chosen) if slot.type_name == type_name]
             self.queues[type_name] = dispose(self.queues[type_name], matched, self.disposal)
+            self.arrivals[type_name] = dispose(self.arrivals[type_name], matched, self.disposal)
+        self.deliveries += 1
         return relation
+
+    def _expire(self, limit: int) -> None:
+        """Drop the events that arrived at or before ``limit``."""
+        for type_name, arrivals in self.arrivals.items():
+            old = 0
+            while old < len(arrivals) and arrivals[old] <= limit:
+                old += 1
+            if old:
+                del arrivals[:old], self.queues[type_name][:old]
+                self.drops += old
 
     def state_json(self) -> dict[str, Any]:
         return {t: [e.id for e in q] for t, q in self.queues.items()}
 
+    def queue_lengths(self) -> dict[str, int]:
+        return {t: len(q) for t, q in self.queues.items()}
+
     def check(self) -> None:
-        """Assert the invariants: one queue per signature type, each holding only its type."""
+        """Assert the invariants: one queue per signature type, each holding only its type, in
+        arrival order."""
         assert list(self.queues) == list(self.conjunction.types)
         for type_name, queue in self.queues.items():
             assert all(e.type == type_name for e in queue), type_name
+            arrivals = self.arrivals[type_name]
+            assert len(arrivals) == len(queue) and arrivals == sorted(set(arrivals)), type_name
 
     def snapshot(self) -> dict[str, Any]:
-        return {t: [e.to_json() for e in q] for t, q in self.queues.items()}
+        out: dict[str, Any] = {t: [e.to_json() for e in q] for t, q in self.queues.items()}
+        out[ARRIVALS] = {t: list(a) for t, a in self.arrivals.items()}
+        return out
 
-    def restore(self, saved: Any, validate: Validate) -> None:
+    def restore(self, saved: Any, validate: Validate, published: int) -> None:
         """Take the queues of a :meth:`snapshot`; raises :class:`SnapshotError` if they do not fit."""
-        if not isinstance(saved, Mapping) or list(saved) != list(self.queues):
-            raise SnapshotError(f"expected queues {list(self.queues)}")
-        for type_name, events in saved.items():
-            restored = [validate(e) for e in events]
-            if any(e.type != type_name for e in restored):
-                raise SnapshotError(f"queue {type_name} holds another type")
-            self.queues[type_name] = restored
+        queues, arrivals = read_queues(saved, self.conjunction.types, validate, published)
+        self.queues, self.arrivals = queues, arrivals
+
+
+def read_queues(
+    saved: Any, types: tuple[str, ...], validate: Validate, published: int
+) -> tuple[Queues, dict[str, list[int]]]:
+    """Queues and arrival numbers from a conjunction snapshot, checked against ``types``."""
+    if not isinstance(saved, Mapping) or [k for k in saved if k != ARRIVALS] != list(types):
+        raise SnapshotError(f"expected queues {list(types)}")
+    queues: Queues = {}
+    arrivals: dict[str, list[int]] = {}
+    saved_arrivals = saved.get(ARRIVALS)
+    if not isinstance(saved_arrivals, Mapping):
+        raise SnapshotError(f"expected the arrival numbers of the queued events under {ARRIVALS!r}")
+    for type_name in types:
+        events = saved[type_name]
+        if not isinstance(events, list):
+            raise SnapshotError(f"queue {type_name} must be a list of events")
+        restored = [validate(e) for e in events]
+        if any(e.type != type_name for e in restored):
+            raise SnapshotError(f"queue {type_name} holds another type")
+        queues[type_name] = restored
+        numbers = saved_arrivals.get(type_name)
+        if (
+            not isinstance(numbers, list)
+            or len(numbers) != len(restored)
+            or not all(type(a) is int and 0 <= a < published for a in numbers)
+            or numbers != sorted(set(numbers))
+        ):
+            raise SnapshotError(
+                f"queue {type_name}: arrival numbers must be increasing integers below {published}, one per event"
+            )
+        arrivals[type_name] = list(numbers)
+    return queues, arrivals
 
 
 class StagedConjunctionState:
@@ -75,28 +151,47 @@ class StagedConjunctionState:
     component of its type, which yields at most one relation, so at most one relation is
     delivered per arrival."""
 
-    __slots__ = ("conjunction", "parts", "pending", "_owner")
+    __slots__ = ("conjunction", "parts", "pending", "pending_arrivals", "_owner", "_delivered", "last_arrivals")
 
-    def __init__(self, conjunction: Conjunction, make: Callable[[Conjunction], ConjunctionState]):
+    def __init__(self, conjunction: Conjunction, make: Callable[[Conjunction], "PlainState"]):
         self.conjunction = conjunction
         self.parts = [make(conjunction.project(c)) for c in conjunction.components()]
         self.pending: list[list[tuple[Event, ...]]] = [[] for _ in self.parts]
+        self.pending_arrivals: list[list[tuple[int, ...]]] = [[] for _ in self.parts]
         self._owner = {t: k for k, part in enumerate(self.parts) for t in part.conjunction.types}
+        self._delivered = 0
+        self.last_arrivals: tuple[int, ...] = ()
 
-    def offer(self, event: Event) -> tuple[Event, ...] | None:
+    def offer(self, event: Event, arrival: int) -> tuple[Event, ...] | None:
         k = self._owner.get(event.type)
         if k is None:
             return None
-        relation = self.parts[k].offer(event)
+        relation = self.parts[k].offer(event, arrival)
         if relation is None:
             return None
         self.pending[k].append(relation)
+        self.pending_arrivals[k].append(self.parts[k].last_arrivals)
         if not all(self.pending):
             return None
-        by_slot: dict[Slot, Event] = {}
-        for part, waiting in zip(self.parts, self.pending):
-            by_slot.update(zip(part.conjunction.signature, waiting.pop(0)))
-        return tuple(by_slot[s] for s in self.conjunction.signature)
+        by_slot: dict[Slot, tuple[Event, int]] = {}
+        for part, waiting, arrivals in zip(self.parts, self.pending, self.pending_arrivals):
+            by_slot.update(zip(part.conjunction.signature, zip(waiting.pop(0), arrivals.pop(0))))
+        self._delivered += 1
+        joined = [by_slot[s] for s in self.conjunction.signature]
+        self.last_arrivals = tuple(a for _, a in joined)
+        return tuple(e for e, _ in joined)
+
+    @property
+    def deliveries(self) -> int:
+        return self._delivered
+
+    @property
+    def drops(self) -> int:
+        return sum(part.drops for part in self.parts)
+
+    def queue_lengths(self) -> dict[str, int]:
+        merged = {t: n for part in self.parts for t, n in part.queue_lengths().items()}
+        return {t: merged[t] for t in self.conjunction.types}
 
     @property
     def queues(self) -> Queues:
@@ -119,16 +214,45 @@ class StagedConjunctionState:
         return {
             "parts": [part.snapshot() for part in self.parts],
             "pending": [[[e.to_json() for e in rel] for rel in waiting] for waiting in self.pending],
+            "pending_arrivals": [[list(a) for a in waiting] for waiting in self.pending_arrivals],
         }
 
-    def restore(self, saved: Any, validate: Validate) -> None:
-        if not isinstance(saved, Mapping) or set(saved) != {"parts", "pending"}:
+    def restore(self, saved: Any, validate: Validate, published: int) -> None:
+        if not isinstance(saved, Mapping) or set(saved) != {"parts", "pending", "pending_arrivals"}:
             raise SnapshotError("expected the parts and pending relations of a staged conjunction")
         if len(saved["parts"]) != len(self.parts) or len(saved["pending"]) != len(self.parts):
             raise SnapshotError(f"expected {len(self.parts)} components")
         for part, part_saved in zip(self.parts, saved["parts"]):
-            part.restore(part_saved, validate)
+            part.restore(part_saved, validate, published)
         self.pending = [[tuple(validate(e) for e in rel) for rel in waiting] for waiting in saved["pending"]]
+        arrivals = saved["pending_arrivals"]
+        if not isinstance(arrivals, list) or [len(w) for w in arrivals] != [len(w) for w in self.pending]:
+            raise SnapshotError("expected one list of arrival numbers per pending relation")
+        self.pending_arrivals = []
+        for waiting, numbers in zip(self.pending, arrivals):
+            if any(
+                not isinstance(a, list) or len(a) != len(rel) or not all(type(x) is int and 0 <= x < published for x in a)
+                for rel, a in zip(waiting, numbers)
+            ):
+                raise SnapshotError(f"pending arrival numbers must be integers below {published}, one per event")
+            self.pending_arrivals.append([tuple(a) for a in numbers])
 
 
-AnyConjunctionState = ConjunctionState | StagedConjunctionState
+class PlainState(Protocol):
+    """What every matcher's conjunction state offers (the reference one and the compiled one)."""
+
+    conjunction: Conjunction
+    deliveries: int
+    drops: int
+
+    def offer(self, event: Event, arrival: int) -> tuple[Event, ...] | None: ...
+    def state_json(self) -> dict[str, Any]: ...
+    def queue_lengths(self) -> dict[str, int]: ...
+    def check(self) -> None: ...
+    def snapshot(self) -> dict[str, Any]: ...
+    def restore(self, saved: Any, validate: Validate, published: int) -> None: ...
+    @property
+    def queues(self) -> Queues: ...
+
+
+AnyConjunctionState = PlainState | StagedConjunctionState

@@ -8,18 +8,28 @@ The order of ``publish`` calls is the total order all guarantees refer to.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
-from faidecs.errors import EventError, SnapshotError, SubscriptionNotFound
+from faidecs.errors import EventError, FaidecsError, QueueOverflowError, SnapshotError, SubscriptionNotFound
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import Conjunction, Covering, EventType, Program, Subscription
-from faidecs.matching.conjunction_state import AnyConjunctionState, ConjunctionState, StagedConjunctionState
+from faidecs.matching.bounds import UNBOUNDED, Bounds
+from faidecs.matching.conjunction_state import (
+    AnyConjunctionState,
+    ConjunctionState,
+    PlainState,
+    StagedConjunctionState,
+)
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.events import Event, EventValidator
 from faidecs.matching.reference import ReferenceMatcher
 
-MATCHERS = ("reference",)
-SNAPSHOT_FORMAT = "faidecs.snapshot/1"
+if TYPE_CHECKING:
+    from faidecs.matching.batch import BatchResult
+    from faidecs.matching.compiled_state import EventContext
+
+MATCHERS = ("compiled", "reference")
+SNAPSHOT_FORMAT = "faidecs.snapshot/2"
 
 
 @dataclass(slots=True)
@@ -27,6 +37,10 @@ class _SubscriptionState:
     subscription: Subscription
     conjunctions: list[AnyConjunctionState]  # as written
     order: tuple[int, ...]  # canonical evaluation order
+    bounds: Bounds
+
+
+BoundsSpec = Bounds | Mapping[str, Bounds] | None
 
 
 class Engine:
@@ -42,21 +56,32 @@ class Engine:
     [{'subscription': 'S', 'conjunction': 0, 'relation': ['x1', 'y1']}]
     """
 
-    def __init__(self, program: Program, *, matcher: str = "reference"):
+    def __init__(self, program: Program, *, matcher: str = "compiled", bounds: BoundsSpec = None):
+        """``matcher``: ``"compiled"`` (each conjunction runs as a numba kernel; conjunctions the
+        kernels cannot run, those that order strings, use the reference matcher) or
+        ``"reference"`` (the oracle). ``bounds``: one :class:`Bounds` for every conjunction, or one
+        per subscription name (see :mod:`faidecs.matching.bounds`)."""
         if matcher not in MATCHERS:
             raise ValueError(f"unknown matcher {matcher!r}; available: {', '.join(MATCHERS)}")
         self.matcher = matcher
+        self._bounds = _check_bounds(bounds, {s.name for s in program.subscriptions})
         self._types: dict[str, EventType] = dict(program.types)
         self._validator = EventValidator(self._types)
         self._subscriptions: dict[str, _SubscriptionState] = {}
+        self._by_type: dict[str, list[tuple[_SubscriptionState, int]]] = {}
         self._published = 0
+        self._stopped: QueueOverflowError | None = None
+        self._context: EventContext | None = None
+        self._compiled: list[Any] = []  # the compiled conjunction states, for garbage collection
         for sub in program.subscriptions:
             self._add(sub)
 
     @classmethod
-    def from_source(cls, text: str, *, filename: str = "<program>", matcher: str = "reference") -> "Engine":
+    def from_source(
+        cls, text: str, *, filename: str = "<program>", matcher: str = "compiled", bounds: BoundsSpec = None
+    ) -> "Engine":
         """Compile a program; raises :class:`~faidecs.errors.ProgramError` with positions."""
-        return cls(compile_program(text, filename), matcher=matcher)
+        return cls(compile_program(text, filename), matcher=matcher, bounds=bounds)
 
     # --- program ---------------------------------------------------------------------------
 
@@ -80,14 +105,56 @@ class Engine:
         return "\n".join(parts) + "\n"
 
     def _add(self, sub: Subscription) -> None:
-        def make(c: Conjunction) -> ConjunctionState:
-            return ConjunctionState(ReferenceMatcher(c, sub.matching), sub.disposal)
-
+        bounds = self._bounds.get(sub.name, self._bounds.get("", UNBOUNDED))
         states: list[AnyConjunctionState] = []
-        for c in sub.conjunctions:
+        for index, c in enumerate(sub.conjunctions):
+
+            def make(part: Conjunction, index: int = index) -> PlainState:
+                return self._plain_state(part, sub, bounds, index)
+
             staged = sub.covering is Covering.STAGED and len(c.components()) > 1
             states.append(StagedConjunctionState(c, make) if staged else make(c))
-        self._subscriptions[sub.name] = _SubscriptionState(sub, states, sub.evaluation_order)
+        self._subscriptions[sub.name] = _SubscriptionState(sub, states, sub.evaluation_order, bounds)
+        self._index_types()
+
+    def _plain_state(self, c: Conjunction, sub: Subscription, bounds: Bounds, index: int) -> PlainState:
+        if self.matcher == "compiled":
+            from faidecs.matching.compiled_state import CompiledConjunctionState, EventContext
+            from faidecs.matching.kernel_cache import load
+            from faidecs.matching.kernel_source import NotCompilable, generate
+
+            try:
+                source = generate(c, self._types)
+            except NotCompilable:
+                pass  # ordering of strings: the reference matcher runs this conjunction
+            else:
+                if self._context is None:
+                    self._context = EventContext()
+                state = CompiledConjunctionState(
+                    c, sub.matching, sub.disposal, load(source), self._context, self._types, bounds, (sub.name, index)
+                )
+                self._compiled.append(state)
+                return state
+        return ConjunctionState(ReferenceMatcher(c, sub.matching), sub.disposal, bounds, (sub.name, index))
+
+    def _index_types(self) -> None:
+        """Per event type, the conjunctions it can reach, in delivery order."""
+        by_type: dict[str, list[tuple[_SubscriptionState, int]]] = {}
+        for state in self._subscriptions.values():
+            for index in state.order:
+                for type_name in state.subscription.conjunctions[index].types:
+                    by_type.setdefault(type_name, []).append((state, index))
+        self._by_type = by_type
+
+    def matchers(self) -> dict[str, list[str]]:
+        """Per subscription, per conjunction as written: ``"compiled"`` or ``"reference"`` (for a
+        staged conjunction, one entry per component, joined by ``+``)."""
+        def kind(state: Any) -> str:
+            if isinstance(state, StagedConjunctionState):
+                return "+".join(kind(p) for p in state.parts)
+            return "reference" if isinstance(state, ConjunctionState) else "compiled"
+
+        return {name: [kind(c) for c in s.conjunctions] for name, s in self._subscriptions.items()}
 
     def subscribe(self, text: str) -> list[str]:
         """Add the subscriptions (and any new types) declared in ``text`` at run time; they start
@@ -103,7 +170,10 @@ class Engine:
         """Remove a subscription and its queues."""
         if name not in self._subscriptions:
             raise SubscriptionNotFound(f"no subscription named {name!r}")
-        del self._subscriptions[name]
+        gone = self._subscriptions.pop(name)
+        parts = [p for c in gone.conjunctions for p in (c.parts if isinstance(c, StagedConjunctionState) else [c])]
+        self._compiled = [c for c in self._compiled if all(c is not p for p in parts)]
+        self._index_types()
 
     # --- events ----------------------------------------------------------------------------
 
@@ -128,15 +198,45 @@ class Engine:
                     event_id=event.id,
                     type_name=event.type,
                 )
+        if self._stopped is not None:
+            raise self._stopped
+        arrival = self._published
         self._published += 1
         deliveries: list[Delivery] = []
-        for state in self._subscriptions.values():
-            for index in state.order:
-                relation = state.conjunctions[index].offer(event)
+        try:
+            for state, index in self._by_type.get(event.type, ()):
+                relation = state.conjunctions[index].offer(event, arrival)
                 if relation is not None:
                     sub = state.subscription
                     deliveries.append(Delivery(sub.name, index, relation, sub.conjunctions[index].signature))
+        except QueueOverflowError as exc:
+            self._stopped = exc
+            raise
+        context = self._context
+        if context is not None and len(context.events) > context.next_collection:
+            self._collect()
         return deliveries
+
+    def _collect(self) -> None:
+        assert self._context is not None
+        self._context.collect(c.live_arrivals(t) for c in self._compiled for t in range(c.m))
+
+    def publish_batch(self, tables: Mapping[str, Any], order: Any) -> "BatchResult":
+        """Process a whole batch of events given as columns: ``tables`` maps each type name to
+        its columns (a mapping of attribute name to array, a pandas DataFrame, or a pyarrow
+        Table; an optional ``id`` column names the events), and ``order`` gives the global
+        arrival order as one type name (or index into ``tables``) per event: the k-th occurrence
+        of a type is that type's k-th row. Deliveries are exactly those of publishing the events
+        one by one in that order; see :class:`~faidecs.matching.batch.BatchResult`."""
+        from faidecs.matching.batch import publish_batch
+
+        if self._stopped is not None:
+            raise self._stopped
+        try:
+            return publish_batch(self, tables, order)
+        except QueueOverflowError as exc:
+            self._stopped = exc
+            raise
 
     def publish_many(self, events: Iterable[Event | Mapping[str, Any]]) -> Iterator[Delivery]:
         for event in events:
@@ -148,6 +248,19 @@ class Engine:
         """Per subscription, per conjunction as written, per type: the queued ids, oldest first
         (a staged conjunction adds its waiting component relations under ``"staged"``)."""
         return {name: [c.state_json() for c in s.conjunctions] for name, s in self._subscriptions.items()}
+
+    def metrics(self) -> dict[str, Any]:
+        """Gauges: events published, and per subscription, per conjunction as written, the queue
+        lengths, relations delivered and events dropped by bounds."""
+        return {
+            "published": self._published,
+            "subscriptions": {
+                name: [
+                    {"queues": c.queue_lengths(), "deliveries": c.deliveries, "drops": c.drops} for c in s.conjunctions
+                ]
+                for name, s in self._subscriptions.items()
+            },
+        }
 
     def check(self) -> None:
         """Assert internal invariants (used by the tests after every step)."""
@@ -167,12 +280,17 @@ class Engine:
         }
 
     @classmethod
-    def restore(cls, snapshot: Mapping[str, Any], *, matcher: str = "reference") -> "Engine":
-        """An engine in exactly the state ``snapshot`` describes."""
+    def restore(cls, snapshot: Mapping[str, Any], *, matcher: str = "compiled", bounds: BoundsSpec = None) -> "Engine":
+        """An engine in exactly the state ``snapshot`` describes. Bounds are configuration, not
+        state: pass the same ``bounds`` as the engine that took the snapshot."""
         if not isinstance(snapshot, Mapping) or snapshot.get("format") != SNAPSHOT_FORMAT:
-            raise SnapshotError(f"not a faidecs snapshot (expected format {SNAPSHOT_FORMAT!r})")
+            found = snapshot.get("format") if isinstance(snapshot, Mapping) else None
+            raise SnapshotError(
+                f"not a faidecs snapshot of format {SNAPSHOT_FORMAT!r}"
+                + (f" (found {found!r})" if isinstance(found, str) else "")
+            )
         try:
-            engine = cls.from_source(snapshot["program"], filename="<snapshot>", matcher=matcher)
+            engine = cls.from_source(snapshot["program"], filename="<snapshot>", matcher=matcher, bounds=bounds)
             published = snapshot["published"]
             queues = snapshot["queues"]
         except KeyError as exc:
@@ -188,7 +306,22 @@ class Engine:
                 raise SnapshotError(f"subscription {name}: expected {len(state.conjunctions)} conjunction states")
             for k, (conj, saved) in enumerate(zip(state.conjunctions, conj_queues)):
                 try:
-                    conj.restore(saved, engine._validator.validate)
+                    conj.restore(saved, engine._validator.validate, published)
                 except (EventError, SnapshotError) as exc:
                     raise SnapshotError(f"subscription {name}, conjunction {k}: {exc}") from None
         return engine
+
+
+def _check_bounds(bounds: BoundsSpec, names: set[str]) -> dict[str, Bounds]:
+    """Bounds by subscription name ("" for all). Raises ``FaidecsError`` for an unknown name."""
+    if bounds is None:
+        return {}
+    if isinstance(bounds, Bounds):
+        return {"": bounds}
+    unknown = sorted(set(bounds) - names)
+    if unknown:
+        raise FaidecsError(f"bounds name subscriptions the program does not have: {', '.join(unknown)}")
+    for name, b in bounds.items():
+        if not isinstance(b, Bounds):
+            raise FaidecsError(f"bounds for {name!r} must be a faidecs Bounds, not {type(b).__name__}")
+    return dict(bounds)

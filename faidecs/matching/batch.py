@@ -1,0 +1,222 @@
+"""The columnar batch path: a whole batch of events, given as columns, matched inside compiled
+code, with the relations returned as arrays.
+
+A batch is one table per event type plus the global order. Every compiled conjunction runs its
+kernel once over the whole batch (conjunctions own their state, so they never wait for each
+other); the relations are then put in delivery order: by the arrival that completed them, then
+subscription, then conjunction in canonical order, exactly as :meth:`Engine.publish` would have
+delivered them one event at a time. Conjunctions the kernels cannot run are fed the batch's
+events one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from faidecs.errors import EventError
+from faidecs.grammar.model import Slot
+from faidecs.matching.columns import TypeCodec
+from faidecs.matching.compiled_state import CompiledConjunctionState, EventContext
+from faidecs.matching.events import Event
+
+if TYPE_CHECKING:
+    from faidecs.matching.engine import Engine
+
+
+@dataclass(frozen=True)
+class BatchGroup:
+    """The relations one conjunction delivered during the batch, oldest first."""
+
+    subscription: str
+    conjunction: int  # as written
+    signature: tuple[Slot, ...]
+    positions: np.ndarray  # (k,): batch position of the arrival that completed each relation
+    arrivals: np.ndarray  # (k, len(signature)): arrival numbers of the relation's events
+
+
+@dataclass
+class BatchResult:
+    """Deliveries of a batch as arrays. ``first_arrival`` is the engine's arrival number of the
+    batch's first event: an arrival ``a`` in the batch is batch position ``a - first_arrival``.
+    ``order`` lists ``(group, row)`` in delivery order."""
+
+    first_arrival: int
+    size: int
+    groups: list[BatchGroup]
+    order: np.ndarray
+    _batch_ids: Any = field(repr=False)  # callable: batch positions -> ids
+    _older_ids: dict[int, str] = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def ids(self, arrivals: np.ndarray) -> np.ndarray:
+        """The event ids of an array of arrival numbers (an object array of the same shape)."""
+        flat = np.asarray(arrivals, dtype=np.int64).reshape(-1)
+        out = np.empty(len(flat), dtype=object)
+        inside = flat >= self.first_arrival
+        if inside.any():
+            out[inside] = self._batch_ids(flat[inside] - self.first_arrival)
+        for k in np.flatnonzero(~inside):
+            out[k] = self._older_ids[int(flat[k])]
+        return out.reshape(np.shape(arrivals))
+
+    def deliveries(self) -> list[tuple[str, int, tuple[str, ...]]]:
+        """``(subscription, conjunction, ids)`` in delivery order (convenient, not fast)."""
+        ids = [self.ids(g.arrivals) for g in self.groups]
+        return [
+            (self.groups[g].subscription, self.groups[g].conjunction, tuple(ids[g][r])) for g, r in self.order.tolist()
+        ]
+
+
+def _columns(obj: Any, type_name: str) -> Mapping[str, Any]:
+    """Columns by name from a mapping, a pandas DataFrame or a pyarrow Table."""
+    if hasattr(obj, "column_names") and hasattr(obj, "column"):  # pyarrow.Table
+        return {name: obj.column(name).to_numpy(zero_copy_only=False) for name in obj.column_names}
+    if hasattr(obj, "columns") and hasattr(obj, "to_numpy"):  # pandas.DataFrame
+        return {str(name): obj[name].to_numpy() for name in obj.columns}
+    if isinstance(obj, Mapping):
+        return obj
+    raise EventError(f"expected a mapping of columns, a DataFrame or an Arrow table, not {type(obj).__name__}",
+                     type_name=type_name)
+
+
+def _order_codes(order: Any, names: list[str]) -> np.ndarray:
+    codes = np.asarray(order)
+    if codes.ndim != 1:
+        raise EventError(f"order must be one-dimensional, not of shape {codes.shape}")
+    if codes.dtype.kind in "UO":
+        index = {name: i for i, name in enumerate(names)}
+        uniques, inverse = np.unique(codes.astype(object), return_inverse=True) if len(codes) else ([], codes)
+        mapped = []
+        for u in uniques:
+            if u not in index:
+                raise EventError(f"order names {u!r}, which has no table in the batch (tables: {', '.join(names)})")
+            mapped.append(index[u])
+        return np.asarray(mapped, dtype=np.int64)[np.asarray(inverse, dtype=np.int64).reshape(-1)]
+    if codes.dtype.kind not in "iu":
+        raise EventError(f"order must hold type names or table indices, not {codes.dtype}")
+    codes = codes.astype(np.int64)
+    if len(codes) and (codes.min() < 0 or codes.max() >= len(names)):
+        bad = int(np.argmax((codes < 0) | (codes >= len(names))))
+        raise EventError(f"order position {bad}: table index {codes[bad]} out of range 0..{len(names) - 1}")
+    return codes
+
+
+def _ids(columns: Mapping[str, Any], type_name: str, rows: int) -> np.ndarray | None:
+    if "id" not in columns:
+        return None
+    ids = np.asarray(columns["id"], dtype=object)
+    if ids.shape != (rows,):
+        raise EventError(f"id column has shape {ids.shape}, expected ({rows},)", type_name=type_name)
+    for i, v in enumerate(ids):
+        if not isinstance(v, str) or not v:
+            raise EventError(f"row {i}: an id must be a non-empty string, got {v!r}", type_name=type_name)
+    return ids
+
+
+def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> BatchResult:
+    declared = engine._types
+    names = list(tables)
+    for name in names:
+        if name not in declared:
+            raise EventError(f"unknown event type {name!r} (declared types: {', '.join(sorted(declared)) or 'none'})")
+    codes = _order_codes(order, names)
+    size = len(codes)
+    counts = np.bincount(codes, minlength=len(names)) if size else np.zeros(len(names), np.int64)
+    ev_row = np.empty(size, dtype=np.int64)
+    for i in range(len(names)):
+        where = np.flatnonzero(codes == i)
+        ev_row[where] = np.arange(len(where))
+    context = engine._context or EventContext()
+    codecs: list[TypeCodec] = []
+    encoded: list[np.ndarray] = []
+    ids: list[np.ndarray | None] = []
+    for i, name in enumerate(names):
+        columns = _columns(tables[name], name)
+        extra = sorted(set(columns) - {a.name for a in declared[name].attributes} - {"id"})
+        if extra:
+            raise EventError(f"unknown column {extra[0]!r}", type_name=name)
+        codec = context.codec(declared[name])
+        codecs.append(codec)
+        encoded.append(codec.encode_columns(columns, int(counts[i])))
+        ids.append(_ids(columns, name, int(counts[i])))
+    first = engine._published
+
+    def batch_ids(positions: np.ndarray) -> np.ndarray:
+        out = np.empty(len(positions), dtype=object)
+        for k, b in enumerate(positions.tolist()):
+            table_ids = ids[codes[b]]
+            out[k] = table_ids[ev_row[b]] if table_ids is not None else str(first + b + 1)
+        return out
+
+    def event_id(b: int) -> str:
+        return str(batch_ids(np.array([b]))[0])
+
+    events: dict[int, Event] = {}
+
+    def event_at(b: int) -> Event:
+        event = events.get(b)
+        if event is None:
+            codec = codecs[codes[b]]
+            event = events[b] = Event(event_id(b), codec.event_type, codec.decode(encoded[codes[b]][ev_row[b]]))
+        return event
+
+    groups: list[BatchGroup] = []
+    older_ids: dict[int, str] = {}  # ids of events published before the batch, in its relations
+    for state in engine._subscriptions.values():
+        sub = state.subscription
+        for index in state.order:
+            conj = state.conjunctions[index]
+            signature = sub.conjunctions[index].signature
+            if isinstance(conj, CompiledConjunctionState):
+                lookup = np.array([conj.local.get(n, -1) for n in names] + [-1], dtype=np.int64)
+                local_types = lookup[codes] if size else np.zeros(0, np.int64)
+                local_tables = [
+                    np.ascontiguousarray(encoded[names.index(t)]) if t in names else np.zeros((0, w), np.int64)
+                    for t, w in zip(conj.types, (c.width for c in conj.codecs))
+                ]
+                rows = conj.run_batch(local_types, ev_row, first, local_tables, event_id)
+                groups.append(BatchGroup(sub.name, index, signature, rows[:, 0].copy(), rows[:, 1:].copy()))
+                continue
+            wanted = [names.index(t) for t in sub.conjunctions[index].types if t in names]
+            positions, arrivals = [], []
+            for b in np.flatnonzero(np.isin(codes, wanted)).tolist():
+                relation = conj.offer(event_at(b), first + b)
+                if relation is not None:
+                    positions.append(b)
+                    arrivals.append(conj.last_arrivals)
+                    older_ids.update((a, e.id) for a, e in zip(conj.last_arrivals, relation) if a < first)
+            groups.append(
+                BatchGroup(
+                    sub.name,
+                    index,
+                    signature,
+                    np.asarray(positions, dtype=np.int64),
+                    np.asarray(arrivals, dtype=np.int64).reshape(len(positions), len(signature)),
+                )
+            )
+    engine._published += size
+    for g in groups:
+        for a in np.unique(g.arrivals[g.arrivals < first]).tolist():
+            if a not in older_ids:
+                older_ids[a] = context.events[a].id
+    # Events of this batch still queued in a compiled conjunction become known to the engine,
+    # for later per-event deliveries, state and snapshots.
+    for c in engine._compiled:
+        for t in range(c.m):
+            for a in c.live_arrivals(t).tolist():
+                if a >= first and a not in context.events:
+                    context.events[a] = event_at(a - first)
+    if engine._context is not None and len(context.events) > context.next_collection:
+        engine._collect()
+    keys = [(np.full(len(g.positions), k), g.positions) for k, g in enumerate(groups)]
+    group_of = np.concatenate([k for k, _ in keys]) if keys else np.zeros(0, np.int64)
+    position = np.concatenate([p for _, p in keys]) if keys else np.zeros(0, np.int64)
+    row_of = np.concatenate([np.arange(len(g.positions)) for g in groups]) if groups else np.zeros(0, np.int64)
+    ranking = np.lexsort((group_of, position))
+    order_out = np.stack([group_of[ranking], row_of[ranking]], axis=1).astype(np.int64)
+    return BatchResult(first, size, groups, order_out, batch_ids, older_ids)

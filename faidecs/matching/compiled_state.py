@@ -1,0 +1,234 @@
+"""A conjunction's state held in numpy queues and advanced by its compiled kernel.
+
+It behaves exactly like :class:`~faidecs.matching.conjunction_state.ConjunctionState` (same
+relations, same queues, same snapshots) but keeps events as encoded rows. The Python objects of
+queued events live once per engine in an :class:`EventContext`, keyed by arrival number, so a
+relation found by a kernel is handed out as the very ``Event`` objects that were published.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from faidecs.errors import QueueOverflowError, SnapshotError
+from faidecs.grammar.model import Conjunction, Disposal, EventType, Matching
+from faidecs.matching.bounds import UNBOUNDED, Bounds
+from faidecs.matching.columns import StringTable, TypeCodec
+from faidecs.matching.conjunction_state import ARRIVALS, Queues, Validate, read_queues
+from faidecs.matching.events import Event
+from faidecs.matching.kernel_cache import CompiledKernel
+from faidecs.matching.kernel_layout import (
+    DISPOSAL_CODES,
+    MATCHING_CODES,
+    STATUS_DONE,
+    STATUS_GROW,
+    field,
+    meta_size,
+)
+
+INITIAL_CAPACITY = 16
+
+
+class EventContext:
+    """What the compiled states of one engine share: string codes, one encoder per type, and the
+    events that may still sit in a compiled queue, by arrival number."""
+
+    def __init__(self) -> None:
+        self.strings = StringTable()
+        self.codecs: dict[str, TypeCodec] = {}
+        self.events: dict[int, Event] = {}
+        self._encoded: tuple[int, str] = (-1, "")
+        self.next_collection = 4096
+
+    def codec(self, event_type: EventType) -> TypeCodec:
+        codec = self.codecs.get(event_type.name)
+        if codec is None:
+            codec = self.codecs[event_type.name] = TypeCodec(event_type, self.strings)
+        return codec
+
+    def encode(self, event: Event, arrival: int) -> None:
+        """Encode the arriving event into its type's row buffer (once, however many compiled
+        conjunctions look at it) and remember it."""
+        if self._encoded != (arrival, event.type):
+            self.codecs[event.type].encode_event(event.values)
+            self.events[arrival] = event
+            self._encoded = (arrival, event.type)
+
+    def collect(self, live: Iterable[np.ndarray]) -> None:
+        """Forget the events no compiled queue holds any more."""
+        keep = set(np.concatenate([np.zeros(0, np.int64), *live]).tolist())
+        self.events = {a: e for a, e in self.events.items() if a in keep}
+        self.next_collection = 2 * len(self.events) + 4096
+
+
+class CompiledConjunctionState:
+    """One conjunction under one option combination, matched by a compiled kernel."""
+
+    def __init__(
+        self,
+        conjunction: Conjunction,
+        matching: Matching,
+        disposal: Disposal,
+        kernel: CompiledKernel,
+        context: EventContext,
+        types: dict[str, EventType],
+        bounds: Bounds = UNBOUNDED,
+        owner: tuple[str, int] = ("", 0),
+    ):
+        self.conjunction = conjunction
+        self.kernel = kernel
+        self.context = context
+        self.bounds = bounds
+        self.owner = owner
+        self.deliveries = 0
+        self.last_arrivals: tuple[int, ...] = ()
+        source = kernel.source
+        self.types = source.types
+        self.m, self.n = len(self.types), len(conjunction.signature)
+        self.local = {t: i for i, t in enumerate(self.types)}
+        self.codecs = [context.codec(types[t]) for t in self.types]
+        self.queues_rows = [np.empty((INITIAL_CAPACITY, 1 + w), dtype=np.int64) for w in source.widths]
+        self.meta = np.zeros(meta_size(self.m), dtype=np.int64)
+        meta, m = self.meta, self.m
+        meta[field(m, "matching")] = MATCHING_CODES[matching]
+        meta[field(m, "disposal")] = DISPOSAL_CODES[disposal]
+        meta[field(m, "max_queue")] = bounds.max_queue or 0
+        meta[field(m, "max_age")] = bounds.max_age or 0
+        meta[field(m, "policy")] = 1 if bounds.overflow == "error" else 0
+        self.sc = np.array([context.strings.code(s) for s in source.string_constants], dtype=np.int64)
+        # Per-event calls reuse these arrays: one event of local type t, read from its type's
+        # row buffer; the other types' input tables are empty.
+        empty = [np.zeros((0, w), dtype=np.int64) for w in source.widths]
+        self._single_types = [np.array([t], dtype=np.int64) for t in range(m)]
+        self._single_row = np.zeros(1, dtype=np.int64)
+        self._single_inputs = [
+            tuple(self.codecs[t].row if u == t else empty[u] for u in range(m)) for t in range(m)
+        ]
+        self._single_out = np.zeros((1, 1 + self.n), dtype=np.int64)
+        self._out_at = field(m, "out")
+        self._status_at = field(m, "status")
+
+    # --- running the kernel ------------------------------------------------------------------
+
+    def _run(
+        self,
+        ev_type: np.ndarray,
+        ev_row: np.ndarray,
+        arrival0: int,
+        inputs: Sequence[np.ndarray],
+        out: np.ndarray,
+        event_id: Callable[[int], str],
+    ) -> int:
+        """Run the kernel over the events ``b`` of ``ev_type`` (arrival ``arrival0 + b``), growing
+        queues as needed. Returns how many relations it wrote to ``out``."""
+        meta = self.meta
+        meta[self._out_at] = 0
+        b = 0
+        run = self.kernel.run
+        while True:
+            b = run(meta, self.sc, *self.queues_rows, ev_type, ev_row, arrival0, b, *inputs, out)
+            status = meta[self._status_at]
+            if status == STATUS_DONE:
+                return int(meta[self._out_at])
+            t = int(meta[field(self.m, "grow")])
+            if status == STATUS_GROW:
+                self._grow(t)
+                continue
+            raise QueueOverflowError(*self.owner, self.types[t], int(self.bounds.max_queue or 0), event_id(b))
+
+    def _grow(self, t: int) -> None:
+        old = self.queues_rows[t]
+        s, e = int(self.meta[2 * t]), int(self.meta[2 * t + 1])
+        new = np.empty((2 * old.shape[0], old.shape[1]), dtype=np.int64)
+        new[: e - s] = old[s:e]
+        self.queues_rows[t] = new
+        self.meta[2 * t], self.meta[2 * t + 1] = 0, e - s
+
+    def offer(self, event: Event, arrival: int) -> tuple[Event, ...] | None:
+        t = self.local.get(event.type)
+        if t is None:
+            return None
+        self.context.encode(event, arrival)
+        out = self._single_out
+        if not self._run(self._single_types[t], self._single_row, arrival, self._single_inputs[t], out, lambda b: event.id):
+            return None
+        self.deliveries += 1
+        events = self.context.events
+        self.last_arrivals = tuple(out[0, 1:].tolist())
+        return tuple(events[a] for a in self.last_arrivals)
+
+    def run_batch(
+        self,
+        ev_type: np.ndarray,
+        ev_row: np.ndarray,
+        arrival0: int,
+        tables: Sequence[np.ndarray],
+        event_id: Callable[[int], str],
+    ) -> np.ndarray:
+        """Process a batch: ``ev_type`` holds the local type of every event (-1: none of this
+        conjunction's), ``ev_row`` its row in that type's table. Returns the relations as rows
+        ``[batch position, arrival of each slot...]``."""
+        out = np.empty((len(ev_type), 1 + self.n), dtype=np.int64)
+        count = self._run(ev_type, ev_row, arrival0, tables, out, event_id)
+        self.deliveries += count
+        return out[:count]
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def drops(self) -> int:
+        return int(self.meta[field(self.m, "drops")])
+
+    def live_arrivals(self, t: int) -> np.ndarray:
+        return self.queues_rows[t][self.meta[2 * t] : self.meta[2 * t + 1], 0]
+
+    def _live_rows(self, t: int) -> np.ndarray:
+        return self.queues_rows[t][self.meta[2 * t] : self.meta[2 * t + 1]]
+
+    @property
+    def queues(self) -> Queues:
+        events = self.context.events
+        return {name: [events[a] for a in self.live_arrivals(t).tolist()] for t, name in enumerate(self.types)}
+
+    def queue_lengths(self) -> dict[str, int]:
+        return {name: int(self.meta[2 * t + 1] - self.meta[2 * t]) for t, name in enumerate(self.types)}
+
+    def state_json(self) -> dict[str, Any]:
+        return {t: [e.id for e in q] for t, q in self.queues.items()}
+
+    def check(self) -> None:
+        """Assert the invariants: live rows within bounds, arrivals increasing, every queued event
+        known, of its queue's type, and stored with exactly its values."""
+        for t, name in enumerate(self.types):
+            s, e = int(self.meta[2 * t]), int(self.meta[2 * t + 1])
+            assert 0 <= s <= e <= self.queues_rows[t].shape[0], name
+            arrivals = self.live_arrivals(t)
+            assert (np.diff(arrivals) > 0).all(), name
+            for row in self._live_rows(t):
+                event = self.context.events[int(row[0])]
+                assert event.type == name and self.codecs[t].decode(row[1:]) == event.values, name
+            if self.bounds.max_queue is not None:
+                assert e - s <= self.bounds.max_queue, name
+
+    def snapshot(self) -> dict[str, Any]:
+        out: dict[str, Any] = {t: [e.to_json() for e in q] for t, q in self.queues.items()}
+        out[ARRIVALS] = {name: self.live_arrivals(t).tolist() for t, name in enumerate(self.types)}
+        return out
+
+    def restore(self, saved: Any, validate: Validate, published: int) -> None:
+        queues, arrivals = read_queues(saved, self.types, validate, published)
+        events = self.context.events
+        for t, name in enumerate(self.types):
+            rows = np.empty((max(INITIAL_CAPACITY, 2 * len(queues[name])), self.queues_rows[t].shape[1]), np.int64)
+            for k, (event, arrival) in enumerate(zip(queues[name], arrivals[name])):
+                known = events.setdefault(arrival, event)
+                if known != event:
+                    raise SnapshotError(f"arrival {arrival} names two different events ({known.id!r}, {event.id!r})")
+                rows[k, 0] = arrival
+                rows[k, 1:] = self.codecs[t].encode_event(event.values)[0]
+            self.queues_rows[t] = rows
+            self.meta[2 * t], self.meta[2 * t + 1] = 0, len(queues[name])
+        # A snapshot taken right after a match may hold another one: search fully next time.
+        self.meta[field(self.m, "dirty")] = 1

@@ -1,0 +1,65 @@
+"""Machine-level helpers the generated kernels call: exact mixed comparisons and checked
+integer arithmetic, with the value semantics of ``docs/dsl.md`` ("Arithmetic").
+
+Each helper reports failure instead of raising, so a kernel turns a failed operation into a
+false predicate exactly where the reference matcher catches ``ArithmeticError``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+INT64_MIN = -(2**63)
+TWO63 = 9.223372036854775808e18  # 2**63 as a float64, exactly
+
+
+@njit(cache=True)
+def cmp_int_float(i: int, f: float) -> int:
+    """Compare an int64 with a float64 exactly, as Python does: -1, 0 or 1, and 2 when ``f`` is
+    NaN (unordered: only ``!=`` holds)."""
+    if f != f:
+        return 2
+    if f >= TWO63:
+        return -1
+    if f < -TWO63:
+        return 1
+    whole = math.floor(f)
+    k = int(whole)  # exact: |whole| <= 2**63 and the bounds above exclude 2**63 itself
+    if i < k:
+        return -1
+    if i > k:
+        return 1
+    return -1 if f > whole else 0
+
+
+@njit(cache=True)
+def add_int(a: int, b: int) -> tuple[int, bool]:
+    r = a + b
+    return r, ((a ^ r) & (b ^ r)) >= 0
+
+
+@njit(cache=True)
+def sub_int(a: int, b: int) -> tuple[int, bool]:
+    r = a - b
+    return r, ((a ^ b) & (a ^ r)) >= 0
+
+
+@njit(cache=True)
+def mul_int(a: int, b: int) -> tuple[int, bool]:
+    if a == 0 or b == 0:
+        return 0, True
+    if a == -1:
+        return -b, b != INT64_MIN
+    if b == -1:
+        return -a, a != INT64_MIN
+    r = a * b
+    # Without overflow r // a is exactly b; with it, r differs from a*b by a multiple of 2**64,
+    # more than |a|, so the floor quotient cannot come out as b.
+    return r, r // a == b and r % a == 0
+
+
+@njit(cache=True)
+def neg_int(a: int) -> tuple[int, bool]:
+    return -a, a != INT64_MIN

@@ -1,0 +1,355 @@
+"""Generate the source of one conjunction's compiled kernel.
+
+The kernel is specialised on the conjunction's structure: its signature becomes nested loops in
+signature order, each predicate becomes a small function over the attribute columns it reads,
+checked at the first loop where all its instances are bound, and numeric constants are inlined.
+The matching and disposal options and the bounds are runtime values in ``meta``, so one kernel
+serves all 16 option combinations of a conjunction. String constants are interned per engine and
+arrive in the ``sc`` array, so the source (and the on-disk cache entry) does not depend on the
+engine that compiled it.
+
+Incremental search. When the queues held no match before an arrival (the ``dirty`` flag is 0),
+only an assignment that uses the new event can match. The new event is the newest of its queue,
+so under FR/FRC it can only be the *last* instance of its type (later instances sit strictly
+after earlier ones), and under MR/MRC only the *first*. The kernel therefore binds that slot to
+the new event before searching, and checks every predicate that involves it as early as its other
+instances are bound. Among the assignments that use the new event, the search still visits them
+in the prescribed order, so it returns the same relation as the full search (see
+``docs/performance.md`` for the cost per arrival).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from faidecs.grammar.model import ArithOp, AttrOf, Conjunction, Const, EventType, Kind, Negate, Predicate, Value
+from faidecs.matching.kernel_layout import FIELDS
+
+KERNEL_VERSION = "1"  # bump when the generated code changes meaning; part of every cache key
+
+_PY_OP = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=": "==", "!=": "!="}
+# cmp_int_float(i, f) gives -1/0/1, or 2 for NaN: which results make each operator hold.
+_CMP_HOLDS = {
+    "<": "c == -1",
+    ">": "c == 1",
+    "<=": "c == -1 or c == 0",
+    ">=": "c == 1 or c == 0",
+    "=": "c == 0",
+    "!=": "c != 0",
+}
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "!=": "!="}
+
+
+class NotCompilable(Exception):
+    """The conjunction uses something the kernels do not implement (ordering of strings)."""
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    source: str
+    key: str  # hash of the source: the name of the module and of its cache entry
+    types: tuple[str, ...]  # the conjunction's distinct types: kernel argument order
+    widths: tuple[int, ...]  # attributes per type
+    string_constants: tuple[str, ...]  # the values of ``sc``, in order
+
+
+def _literal(const: Const) -> str:
+    if const.kind is Kind.INT:
+        value = int(const.value)
+        # -2**63 as a literal would be the negation of an out-of-range positive literal.
+        return "(-9223372036854775807 - 1)" if value == -(2**63) else repr(value)
+    if const.kind is Kind.FLOAT:
+        return repr(float(const.value))  # repr round-trips every finite float exactly
+    raise AssertionError(const.kind)
+
+
+class _PredicateWriter:
+    """Writes one predicate as a function of the attribute values it reads."""
+
+    def __init__(self, strings: list[str]):
+        self.strings = strings
+
+    def function(self, name: str, pred: Predicate) -> tuple[str | None, str, list[AttrOf]]:
+        """``(function source or None, call template, parameters)``. A plain comparison is
+        inlined at its call sites: every function is one more unit for numba to compile."""
+        self.params: list[AttrOf] = []
+        self.lines: list[str] = []
+        self.temps = 0
+        left, lkind = self._value(pred.left)
+        right, rkind = self._value(pred.right)
+        result = self._compare(pred.op, left, lkind, right, rkind)
+        args = [f"v{i}" for i in range(len(self.params))]
+        if not self.lines:
+            template = result
+            for i in reversed(range(len(args))):  # v10 before v1
+                template = template.replace(f"v{i}", f"{{v{i}}}")
+            return None, f"({template})", self.params
+        self.lines.append(f"return {result}")
+        body = "\n".join(f"    {line}" for line in self.lines)
+        call = f"{name}({', '.join(['{' + a + '}' for a in args] + ['sc'])})"
+        return f"@njit(cache=True)\ndef {name}({', '.join(args + ['sc'])}):\n{body}\n", call, self.params
+
+    def _temp(self) -> str:
+        self.temps += 1
+        return f"t{self.temps}"
+
+    def _value(self, value: Value) -> tuple[str, Kind]:
+        if isinstance(value, AttrOf):
+            if value not in self.params:
+                self.params.append(value)
+            return f"v{self.params.index(value)}", value.kind
+        if isinstance(value, Const):
+            if value.kind is Kind.STR:
+                if value.value not in self.strings:
+                    self.strings.append(str(value.value))
+                return f"sc[{self.strings.index(str(value.value))}]", Kind.STR
+            if value.kind is Kind.BOOL:
+                return ("1" if value.value else "0"), Kind.BOOL
+            return _literal(value), value.kind
+        if isinstance(value, Negate):
+            inner, kind = self._value(value.operand)
+            out = self._temp()
+            if kind is Kind.INT:
+                self.lines += [f"{out}, ok = neg_int({inner})", "if not ok:", "    return False"]
+            else:
+                self.lines.append(f"{out} = -{inner}")
+            return out, kind
+        assert isinstance(value, ArithOp)
+        left, lkind = self._value(value.left)
+        right, rkind = self._value(value.right)
+        out = self._temp()
+        if value.op == "/":
+            self.lines += [
+                f"d_{out} = float({right})",
+                f"if d_{out} == 0.0:",
+                "    return False",
+                f"{out} = float({left}) / d_{out}",
+            ]
+            return out, Kind.FLOAT
+        if lkind is Kind.INT and rkind is Kind.INT:
+            helper = {"+": "add_int", "-": "sub_int", "*": "mul_int"}[value.op]
+            self.lines += [f"{out}, ok = {helper}({left}, {right})", "if not ok:", "    return False"]
+            return out, Kind.INT
+        self.lines.append(f"{out} = float({left}) {value.op} float({right})")
+        return out, Kind.FLOAT
+
+    def _compare(self, op: str, left: str, lkind: Kind, right: str, rkind: Kind) -> str:
+        if lkind is Kind.STR and op not in ("=", "!="):
+            raise NotCompilable("ordering comparisons of strings")
+        if lkind is Kind.INT and rkind is Kind.FLOAT:
+            self.lines.append(f"c = cmp_int_float({left}, {right})")
+            return _CMP_HOLDS[op]
+        if lkind is Kind.FLOAT and rkind is Kind.INT:
+            self.lines.append(f"c = cmp_int_float({right}, {left})")
+            return _CMP_HOLDS[_FLIP[op]]
+        return f"{left} {_PY_OP[op]} {right}"
+
+
+def generate(conjunction: Conjunction, types: Mapping[str, EventType]) -> KernelSource:
+    """The kernel module's source for ``conjunction``; raises :class:`NotCompilable`."""
+    return _Generator(conjunction, types).build()
+
+
+class _Generator:
+    def __init__(self, conjunction: Conjunction, types: Mapping[str, EventType]):
+        self.conj = conjunction
+        self.sig = conjunction.signature
+        self.n = len(self.sig)
+        self.types = conjunction.types
+        self.m = len(self.types)
+        tindex = {t: i for i, t in enumerate(self.types)}
+        self.widths = tuple(len(types[t].attributes) for t in self.types)
+        self.slot_type = [tindex[s.type_name] for s in self.sig]
+        self.slots_of = [[k for k in range(self.n) if self.slot_type[k] == t] for t in range(self.m)]
+        self.slot_index = {s: k for k, s in enumerate(self.sig)}
+        self.strings: list[str] = []
+        self.preds: list[tuple[str, list[AttrOf], list[int]]] = []  # call template, params, slots
+
+    # --- pieces ------------------------------------------------------------------------------
+
+    def _functions(self) -> list[str]:
+        out = []
+        writer = _PredicateWriter(self.strings)
+        for j, pred in enumerate(self.conj.predicates):
+            text, call, params = writer.function(f"_p{j}", pred)
+            if text is not None:
+                out.append(f"# {pred.text!r}\n{text}")
+            slots = sorted({self.slot_index[s] for s in pred.slots})
+            self.preds.append((call, params, slots))
+        return out
+
+    def _queue_ref(self, attr: AttrOf) -> str:
+        k = self.slot_index[attr.slot]
+        t = self.slot_type[k]
+        array = f"f{t}" if attr.kind is Kind.FLOAT else f"q{t}"
+        return f"{array}[p{k}, {1 + attr.position}]"
+
+    def _input_ref(self, attr: AttrOf) -> str:
+        t = self.slot_type[self.slot_index[attr.slot]]
+        array = f"g{t}" if attr.kind is Kind.FLOAT else f"i{t}"
+        return f"{array}[r, {attr.position}]"
+
+    def _call(self, j: int, ref: Callable[[AttrOf], str]) -> str:
+        template, params, _ = self.preds[j]
+        values = {f"v{i}": ref(a) for i, a in enumerate(params)}
+        return template.format(**values)
+
+    def _queue_params(self) -> str:
+        qs = ", ".join(f"q{t}, f{t}" for t in range(self.m))
+        bounds = ", ".join(f"s{t}, e{t}" for t in range(self.m))
+        return f"{qs}, {bounds}, mr, contig, sc, pos"
+
+    def _search(self) -> str:
+        """One depth-first search over the slots in signature order. ``fixed`` is the slot bound
+        to the newest event of its queue (incremental search), or -1 (full search).
+
+        A predicate is checked at the loop that binds the last of its instances, except that with
+        its last instance fixed it is checked one instance earlier (or before any loop)."""
+        checks: dict[int, list[str]] = {}
+        for j, (_, _, slots) in enumerate(self.preds):
+            call = self._call(j, self._queue_ref)
+            last = slots[-1]
+            earlier = slots[-2] if len(slots) > 1 else -1
+            checks.setdefault(last, []).append(f"(fixed == {last} or {call})")
+            checks.setdefault(earlier, []).append(f"(fixed != {last} or {call})")
+        lines = [f"@njit(cache=True)\ndef _search({self._queue_params()}, fixed):"]
+        ind = 1
+
+        def emit(text: str) -> None:
+            lines.append("    " * ind + text)
+
+        def check(k: int) -> None:
+            nonlocal ind
+            if k in checks:
+                emit(f"if {' and '.join(checks[k])}:")
+                ind += 1
+
+        for k in range(self.n):
+            emit(f"p{k} = e{self.slot_type[k]} - 1")  # read only when slot k is fixed
+        emit("step = -1 if mr else 1")
+        if -1 in checks:
+            emit(f"if not ({' and '.join(checks[-1])}):")
+            emit("    return False")
+        for k in range(self.n):
+            t = self.slot_type[k]
+            if self.sig[k].index == 0:
+                emit(f"st{k} = e{t} - 1 if mr else s{t}")
+                emit(f"cnt{k} = e{t} - s{t}")
+            else:
+                emit(f"st{k} = p{k - 1} + step")
+                emit("if contig:")
+                emit(f"    cnt{k} = 1 if s{t} <= st{k} < e{t} else 0")
+                emit("else:")
+                emit(f"    cnt{k} = e{t} - st{k} if not mr else st{k} - s{t} + 1")
+            emit(f"if fixed == {k}:")
+            emit(
+                f"    if cnt{k} > 0 and ((not mr and st{k} <= p{k} < st{k} + cnt{k}) "
+                f"or (mr and st{k} - cnt{k} < p{k} <= st{k})):"
+            )
+            emit(f"        st{k} = p{k}")
+            emit(f"        cnt{k} = 1")
+            emit("    else:")
+            emit(f"        cnt{k} = 0")
+            emit(f"for c{k} in range(cnt{k}):")
+            ind += 1
+            emit(f"p{k} = st{k} + c{k} * step")
+            check(k)
+        for k in range(self.n):
+            emit(f"pos[{k}] = p{k}")
+        emit("return True")
+        lines.append("    return False")
+        return "\n".join(lines) + "\n"
+
+    def _admission(self, t: int) -> str:
+        alternatives = []
+        for k in self.slots_of[t]:
+            unary = [j for j, (_, _, slots) in enumerate(self.preds) if slots == [k]]
+            if not unary:
+                return "True"
+            alternatives.append("(" + " and ".join(self._call(j, self._input_ref) for j in unary) + ")")
+        return " or ".join(alternatives)
+
+    def _kernel(self) -> str:
+        m, n = self.m, self.n
+        field = {name: 2 * m + i for i, name in enumerate(FIELDS)}
+        qargs = ", ".join(f"q{t}" for t in range(m))
+        iargs = ", ".join(f"i{t}" for t in range(m))
+        bounds = ", ".join(f"meta[{2 * t}], meta[{2 * t + 1}]" for t in range(m))
+        call = ", ".join(f"q{t}, f{t}" for t in range(m)) + f", {bounds}, mr, contig, sc, pos"
+        enough = " and ".join(f"meta[{2 * t + 1}] - meta[{2 * t}] >= {len(self.slots_of[t])}" for t in range(m))
+        drops = field["drops"]
+        body: list[str] = []
+        for t in range(m):
+            body += [f"f{t} = q{t}.view(np.float64)", f"g{t} = i{t}.view(np.float64)"]
+        for name in ("dirty", "matching", "disposal", "max_queue", "max_age", "policy", "out"):
+            body.append(f"{'nout' if name == 'out' else name} = meta[{field[name]}]")
+        body += [
+            "mr = matching == 1 or matching == 3",
+            "contig = matching == 2 or matching == 3",
+            f"pos = np.empty({n}, np.int64)",
+            "status = 0",
+            "grow = -1",
+            "b = b0",
+            "while b < ev_type.shape[0]:",
+            "    lt = ev_type[b]",
+            "    if lt < 0:",
+            "        b += 1",
+            "        continue",
+            "    seq = seq0 + b",
+            "    r = ev_row[b]",
+            "    if max_age > 0:",
+        ]
+        body += [f"        expire(q{t}, meta, {t}, seq - max_age, {drops})" for t in range(m)]
+        for t in range(m):
+            body += [
+                f"    {'if' if t == 0 else 'elif'} lt == {t}:",
+                f"        if not ({self._admission(t)}):",
+                "            b += 1",
+                "            continue",
+                f"        status = make_room(q{t}, meta, {t}, max_queue, policy, {drops})",
+                "        if status != 0:",
+                f"            grow = {t}",
+                "            break",
+                f"        append(q{t}, meta, {t}, seq, i{t}, r)",
+                f"        fixed = -1 if dirty else ({self.slots_of[t][0]} if mr else {self.slots_of[t][-1]})",
+            ]
+        body += [
+            f"    if not ({enough}):",
+            "        dirty = 0",
+            "        b += 1",
+            "        continue",
+            f"    if not _search({call}, fixed):",
+            "        dirty = 0",
+            "        b += 1",
+            "        continue",
+        ]
+        body += [f"    record(out, nout, b, q{self.slot_type[k]}, pos, {k})" for k in range(n)]
+        body.append("    nout += 1")
+        body += [f"    dispose(q{t}, meta, {t}, pos, SLOTS_{t}, disposal)" for t in range(m)]
+        body += ["    dirty = 1", "    b += 1"]
+        body += [
+            f"meta[{field['dirty']}] = dirty",
+            f"meta[{field['out']}] = nout",
+            f"meta[{field['status']}] = status",
+            f"meta[{field['grow']}] = grow",
+            "return b",
+        ]
+        slots = "".join(f"SLOTS_{t} = np.array({self.slots_of[t]}, dtype=np.int64)\n" for t in range(m))
+        head = f"{slots}\n\n@njit(cache=True)\ndef kernel(meta, sc, {qargs}, ev_type, ev_row, seq0, b0, {iargs}, out):\n"
+        return head + "\n".join("    " + line for line in body) + "\n"
+
+    def build(self) -> KernelSource:
+        functions = self._functions()
+        searches = [self._search()]
+        header = (
+            f"# faidecs kernel, generator version {KERNEL_VERSION}. Generated: do not edit.\n"
+            f"# conjunction {self.conj.text!r}\n# types {self.types!r}, widths {self.widths}\n\n"
+            "import numpy as np\nfrom numba import njit\n\n"
+            "from faidecs.matching.kernel_ops import add_int, cmp_int_float, mul_int, neg_int, sub_int\n"
+            "from faidecs.matching.kernel_runtime import append, dispose, expire, make_room, record\n\n\n"
+        )
+        source = header + "\n\n".join(functions + searches + [self._kernel()])
+        key = hashlib.sha256(source.encode()).hexdigest()[:24]
+        return KernelSource(source, key, self.types, self.widths, tuple(self.strings))
