@@ -27,6 +27,7 @@ def run_processes(
     *,
     react: Reaction | None = None,
     max_reactions: int = 1000,
+    matcher: str = "compiled",
 ) -> RunLog:
     """Run ``events`` through every process (in name order within one publication) and record it.
 
@@ -35,7 +36,7 @@ def run_processes(
     """
     types = compile_program(types_source, "<types>").types
     engines = {
-        name: Engine(compile_program(source, f"<subscription of {name}>", known_types=types))
+        name: Engine(compile_program(source, f"<subscription of {name}>", known_types=types), matcher=matcher)
         for name, source in processes.items()
     }
     recorder = RunRecorder(types_source, processes)

@@ -12,6 +12,7 @@ from typing import IO, Iterator, Sequence
 from faidecs.describe import describe_program, program_json
 from faidecs.errors import EventError, FaidecsError, ProgramError
 from faidecs.grammar import compile_program
+from faidecs.matching.bounds import Bounds
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
 from faidecs.replay import replay
@@ -70,6 +71,16 @@ def _format_text(d: Delivery) -> str:
     return "\n".join(parts)
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     text = _read_text(args.file)
     program = compile_program(text, args.file)
@@ -85,7 +96,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--program and --events cannot both read standard input")
     source_name = "<stdin>" if args.events == "-" else args.events
     text = _read_text(args.program)
-    engine = Engine.from_source(text, filename=args.program)
+    bounds = None
+    if args.max_queue is not None or args.max_age is not None:
+        bounds = Bounds(max_queue=args.max_queue, max_age=args.max_age, overflow=args.overflow)
+    elif args.overflow != "drop-oldest":
+        raise CliError("--overflow needs --max-queue")
+    engine = Engine.from_source(text, filename=args.program, matcher=args.matcher, bounds=bounds)
     if args.on_error == "skip":
         rejects_path = args.rejects or (
             "stdin.rejects.jsonl" if args.events == "-" else f"{args.events}.rejects.jsonl"
@@ -224,6 +240,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--format", choices=("json", "text"), default="json", help="output format")
     run.add_argument("--progress", choices=("auto", "always", "never"), default="auto", help="progress bar on stderr")
     run.add_argument("--log", help="record the run as a run log (one process per subscription)")
+    run.add_argument(
+        "--matcher", choices=("compiled", "reference"), default="compiled", help="matcher (default: compiled)"
+    )
+    run.add_argument("--max-queue", type=_positive, help="bound every conjunction queue to N events")
+    run.add_argument("--max-age", type=_positive, help="drop queued events N arrivals old")
+    run.add_argument(
+        "--overflow", choices=("drop-oldest", "error"), default="drop-oldest", help="what a full bounded queue does"
+    )
     run.set_defaults(func=cmd_run)
 
     verify = sub.add_parser("verify", help="check every property on a run log (exit 1 if one is violated)")

@@ -76,4 +76,4 @@ def run(scenario: Scenario, matching: str, disposal: str, extra: str = "") -> Ru
         return [{"id": f"{process}r{made[process]}", "type": rule.type_name, "attrs": {"a": rule.value}}]
 
     events = [{"id": f"e{k + 1}", "type": t, "attrs": {"a": a}} for k, (t, a) in enumerate(scenario.events)]
-    return run_processes(TYPES_SOURCE, processes, events, react=react if reactions else None)
+    return run_processes(TYPES_SOURCE, processes, events, react=react if reactions else None, matcher="reference")

@@ -163,7 +163,7 @@ def by_position(delivered: list[Delivered], order: list[str]) -> list[Delivered]
 
 
 def run_both(program: ProgramSpec, stream: list[Event]) -> None:
-    engine = Engine.from_source(program.text)
+    engine = Engine.from_source(program.text, matcher="reference")
     oracle = Oracle(program.subs)
     order = [s.name for s in program.subs]
     assert engine.state_json() == oracle.state_json()
@@ -282,4 +282,4 @@ def test_program_text_helper_compiles() -> None:
     """The plain renderer used for hand-built pieces produces a program the engine accepts."""
     types = (TypeSpec("T", (AttrSpec("a", "int"),)),)
     sub = SubSpec("S", "MRC", "FP", (ConjSpec((("T", 2),), ()),))
-    assert Engine.from_source(program_text(types, [sub])).state_json() == {"S": [{"T": []}]}
+    assert Engine.from_source(program_text(types, [sub]), matcher="reference").state_json() == {"S": [{"T": []}]}

@@ -41,6 +41,13 @@ from strategies import (  # noqa: E402
 Delivered = tuple[str, int, tuple[str, ...]]  # (subscription, conjunction as written, ids)
 
 
+def reference_engine(text: str) -> Engine:
+    """These properties are the semantics'; they are checked on the reference matcher, and the
+    compiled matcher is shown equal to it in test_compiled_matcher.py (compiling a kernel per
+    random program here would cost minutes)."""
+    return Engine.from_source(text, matcher="reference")
+
+
 def publish(engine: Engine, event: Event) -> list[Delivered]:
     out = [(d.subscription, d.conjunction, tuple(d.ids)) for d in engine.publish(event)]
     engine.check()
@@ -67,13 +74,13 @@ def test_determinism_and_restore_continues_exactly(data: st.DataObject) -> None:
     program = data.draw(programs(), label="program")
     stream = data.draw(streams(program.types), label="stream")
     cut = data.draw(st.integers(0, len(stream)), label="cut")
-    a, b = Engine.from_source(program.text), Engine.from_source(program.text)
+    a, b = reference_engine(program.text), reference_engine(program.text)
     restored: Engine | None = None
     events: list[Event | None] = [*stream, None]
     for i, event in enumerate(events):
         if i == cut:
             snapshot = json.loads(json.dumps(a.snapshot()))
-            restored = Engine.restore(snapshot)
+            restored = Engine.restore(snapshot, matcher="reference")
             restored.check()
             assert restored.published == a.published == cut
             assert restored.state_json() == a.state_json()
@@ -114,7 +121,7 @@ def no_duplication_expected(sub: SubSpec, conj: ConjSpec) -> str | None:
 
 def check_safety(program: ProgramSpec, stream: list[Event]) -> None:
     subs = {s.name: s for s in program.subs}
-    engine = Engine.from_source(program.text)
+    engine = reference_engine(program.text)
     arrival: dict[str, int] = {}
     per_conj: dict[tuple[str, int], list[str]] = defaultdict(list)
     per_slot: dict[tuple[str, int, int], list[str]] = defaultdict(list)
@@ -172,7 +179,7 @@ def test_safety_admission_no_creation_no_duplication(data: st.DataObject) -> Non
 def _duplication_run(program: ProgramSpec, stream: list[Event]) -> dict[tuple[str, int, int], list[str]]:
     """Per (subscription, conjunction, slot): the ids delivered in that position."""
     per_slot: dict[tuple[str, int, int], list[str]] = defaultdict(list)
-    engine = Engine.from_source(program.text)
+    engine = reference_engine(program.text)
     for event in stream:
         for sub, conj, ids in publish(engine, event):
             for k, i in enumerate(ids):
@@ -213,7 +220,7 @@ def test_fp_fr_mr_same_position_counterexamples() -> None:
         (FR_COUNTEREXAMPLE, [[], [], [("x", "y")], [("w", "y")]], ["y", "u"]),
         (MR_COUNTEREXAMPLE, [[], [], [], [("s", "r", "p")], [("t", "r", "q")]], ["r", "s", "t"]),
     ):
-        engine = Engine.from_source(program.text)
+        engine = reference_engine(program.text)
         assert [[ids for _, _, ids in publish(engine, e)] for e in events] == expected
         assert engine.state_json() == {"S": [{"T": queue}]}
 
@@ -231,9 +238,9 @@ def test_agreement_between_spellings(data: st.DataObject) -> None:
     variants = [data.draw(variant_subscription(s, f"V{k}"), label=f"V{k}") for k, s in enumerate(program.subs)]
     same_names = [data.draw(variant_subscription(s, s.name), label=f"{s.name}'") for s in program.subs]
     stream = data.draw(streams(program.types), label="stream")
-    together = Engine.from_source(program.text + "\n" + "\n".join(variants))
-    original = Engine.from_source(program.text)
-    rewritten = Engine.from_source(program.types_text + "\n".join(same_names))
+    together = reference_engine(program.text + "\n" + "\n".join(variants))
+    original = reference_engine(program.text)
+    rewritten = reference_engine(program.types_text + "\n".join(same_names))
     for event in stream:
         both = publish(together, event)
         got = publish(original, event)
@@ -249,7 +256,7 @@ def test_agreement_between_spellings(data: st.DataObject) -> None:
 
 def test_flipped_constant_comparison_is_one_predicate() -> None:
     """`20 > T.a` and `T.a < 20`, `T.a` and `T[0].a`: one conjunction, kept once in a disjunction."""
-    engine = Engine.from_source(
+    engine = reference_engine(
         "type T(a: int)\ntype U(b: int)\nsubscription S: T.a < 20 and U.b = T[0].a or U[0].b == T.a and 20 > T[0].a\n"
     )
     assert engine.state_json() == {"S": [{"T": [], "U": []}]}
@@ -273,7 +280,7 @@ def covering_violations(program: ProgramSpec, stream: list[Event]) -> list[str]:
     """Each relation of Q whose Φ part is not a relation P delivered at that arrival or before."""
     phi_types = set(program.subs[0].conjunctions[0].types)
     q_signature = program.subs[1].conjunctions[0].signature
-    engine = Engine.from_source(program.text)
+    engine = reference_engine(program.text)
     delivered_by_p: set[tuple[str, ...]] = set()
     problems: list[str] = []
     for event in stream:
@@ -316,7 +323,7 @@ def test_covering_fr_fp_phi_part_is_delivered_late() -> None:
         "subscription P (matching FR, disposal FP): A[0].a = 0 and A[1].a = 1\n"
         "subscription Q (matching FR, disposal FP): A[0].a = 0 and A[1].a = 1 and B\n"
     )
-    engine = Engine.from_source(program)
+    engine = reference_engine(program)
     events = [("x", "A", 0), ("w", "A", 0), ("b1", "B", 0), ("y", "A", 1), ("b2", "B", 0), ("z", "A", 0)]
     delivered = [
         [(s, ids) for s, _, ids in publish(engine, {"id": i, "type": t, "attrs": {"a": a}})] for i, t, a in events
@@ -355,8 +362,8 @@ def test_runtime_subscribe_and_unsubscribe(data: st.DataObject) -> None:
     for at, action in ((start, "subscribe"), (stop, "unsubscribe"), (again, "subscribe again")):
         actions[at].append(action)  # at one index: in this order
 
-    engine = Engine.from_source(program.text)
-    base = Engine.from_source(program.text)
+    engine = reference_engine(program.text)
+    base = reference_engine(program.text)
     fresh: Engine | None = None
     for i, event in enumerate([*stream, None]):
         for action in actions[i]:
@@ -368,7 +375,7 @@ def test_runtime_subscribe_and_unsubscribe(data: st.DataObject) -> None:
             text = texts[0] if action == "subscribe" else texts[1]
             assert engine.subscribe(text) == ["N"]
             assert engine.state_json()["N"] == [{t: [] for t in c.types} for c in new.distinct()]
-            fresh = Engine.from_source(program.types_text + text.removeprefix(program.types_text))
+            fresh = reference_engine(program.types_text + text.removeprefix(program.types_text))
         if event is None:
             break
         got = publish(engine, event)
@@ -379,7 +386,7 @@ def test_runtime_subscribe_and_unsubscribe(data: st.DataObject) -> None:
 
 
 def test_unsubscribe_unknown_name_raises() -> None:
-    engine = Engine.from_source("type T(a: int)\nsubscription S: T\n")
+    engine = reference_engine("type T(a: int)\nsubscription S: T\n")
     with pytest.raises(SubscriptionNotFound):
         engine.unsubscribe("X")
     engine.unsubscribe("S")
