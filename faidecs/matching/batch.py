@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from faidecs.errors import EventError
+from faidecs.errors import EventError, QueueOverflowError
 from faidecs.grammar.model import Slot
 from faidecs.matching.columns import TypeCodec
 from faidecs.matching.compiled_state import CompiledConjunctionState, EventContext
@@ -72,31 +72,40 @@ class BatchResult:
         ]
 
 
-def _columns(obj: Any, type_name: str) -> Mapping[str, Any]:
-    """Columns by name from a mapping, a pandas DataFrame or a pyarrow Table."""
+def _columns(obj: Any, type_name: str) -> tuple[Mapping[str, Any], int | None]:
+    """Columns by name from a mapping, a pandas DataFrame or a pyarrow Table, and the number of
+    rows when the table itself knows it (a mapping only knows its columns' lengths)."""
     if hasattr(obj, "column_names") and hasattr(obj, "column"):  # pyarrow.Table
-        return {name: obj.column(name).to_numpy(zero_copy_only=False) for name in obj.column_names}
+        columns = {name: obj.column(name).to_numpy(zero_copy_only=False) for name in obj.column_names}
+        return columns, int(obj.num_rows)
     if hasattr(obj, "columns") and hasattr(obj, "to_numpy"):  # pandas.DataFrame
-        return {str(name): obj[name].to_numpy() for name in obj.columns}
+        return {str(name): obj[name].to_numpy() for name in obj.columns}, len(obj)
     if isinstance(obj, Mapping):
-        return obj
-    raise EventError(f"expected a mapping of columns, a DataFrame or an Arrow table, not {type(obj).__name__}",
-                     type_name=type_name)
+        return obj, None
+    raise EventError(
+        f"expected a mapping of columns, a DataFrame or an Arrow table, not {type(obj).__name__}", type_name=type_name
+    )
 
 
 def _order_codes(order: Any, names: list[str]) -> np.ndarray:
     codes = np.asarray(order)
     if codes.ndim != 1:
         raise EventError(f"order must be one-dimensional, not of shape {codes.shape}")
+    if codes.size == 0:
+        return np.zeros(0, dtype=np.int64)
     if codes.dtype.kind in "UO":
         index = {name: i for i, name in enumerate(names)}
-        uniques, inverse = np.unique(codes.astype(object), return_inverse=True) if len(codes) else ([], codes)
-        mapped = []
-        for u in uniques:
-            if u not in index:
-                raise EventError(f"order names {u!r}, which has no table in the batch (tables: {', '.join(names)})")
-            mapped.append(index[u])
-        return np.asarray(mapped, dtype=np.int64)[np.asarray(inverse, dtype=np.int64).reshape(-1)]
+        values = codes.tolist()
+        try:
+            unknown = set(values) - index.keys()
+        except TypeError:
+            unknown = {next(repr(v) for v in values if v.__hash__ is None)}
+        if unknown:
+            raise EventError(
+                f"order names {sorted(map(str, unknown))[0]!r}, which has no table in the batch "
+                f"(tables: {', '.join(names) or 'none'})"
+            )
+        return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
     if codes.dtype.kind not in "iu":
         raise EventError(f"order must hold type names or table indices, not {codes.dtype}")
     codes = codes.astype(np.int64)
@@ -112,9 +121,13 @@ def _ids(columns: Mapping[str, Any], type_name: str, rows: int) -> np.ndarray | 
     ids = np.asarray(columns["id"], dtype=object)
     if ids.shape != (rows,):
         raise EventError(f"id column has shape {ids.shape}, expected ({rows},)", type_name=type_name)
-    for i, v in enumerate(ids):
-        if not isinstance(v, str) or not v:
+    for i, v in enumerate(ids.tolist()):
+        if type(v) is not str or not v:
             raise EventError(f"row {i}: an id must be a non-empty string, got {v!r}", type_name=type_name)
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            raise EventError(f"row {i}: id contains a lone surrogate escape", type_name=type_name) from None
     return ids
 
 
@@ -136,7 +149,9 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
     encoded: list[np.ndarray] = []
     ids: list[np.ndarray | None] = []
     for i, name in enumerate(names):
-        columns = _columns(tables[name], name)
+        columns, rows = _columns(tables[name], name)
+        if rows is not None and rows != counts[i]:
+            raise EventError(f"the table has {rows} rows but order names the type {counts[i]} times", type_name=name)
         extra = sorted(set(columns) - {a.name for a in declared[name].attributes} - {"id"})
         if extra:
             raise EventError(f"unknown column {extra[0]!r}", type_name=name)
@@ -167,6 +182,10 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
 
     groups: list[BatchGroup] = []
     older_ids: dict[int, str] = {}  # ids of events published before the batch, in its relations
+    # Conjunctions run one after another over the whole batch, so the overflow to report is the
+    # one the earliest event caused (then the first in delivery order), as publishing event by
+    # event would have reported it.
+    overflows: list[tuple[int, int, QueueOverflowError]] = []
     for state in engine._subscriptions.values():
         sub = state.subscription
         for index in state.order:
@@ -179,13 +198,19 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
                     np.ascontiguousarray(encoded[names.index(t)]) if t in names else np.zeros((0, w), np.int64)
                     for t, w in zip(conj.types, (c.width for c in conj.codecs))
                 ]
-                rows = conj.run_batch(local_types, ev_row, first, local_tables, event_id)
+                rows, overflow = conj.run_batch(local_types, ev_row, first, local_tables, event_id)
+                if overflow is not None:
+                    overflows.append((overflow.position, len(overflows), overflow.error))
                 groups.append(BatchGroup(sub.name, index, signature, rows[:, 0].copy(), rows[:, 1:].copy()))
                 continue
             wanted = [names.index(t) for t in sub.conjunctions[index].types if t in names]
             positions, arrivals = [], []
             for b in np.flatnonzero(np.isin(codes, wanted)).tolist():
-                relation = conj.offer(event_at(b), first + b)
+                try:
+                    relation = conj.offer(event_at(b), first + b)
+                except QueueOverflowError as error:
+                    overflows.append((b, len(overflows), error))
+                    break
                 if relation is not None:
                     positions.append(b)
                     arrivals.append(conj.last_arrivals)
@@ -200,6 +225,8 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
                 )
             )
     engine._published += size
+    if overflows:
+        raise min(overflows, key=lambda o: o[:2])[2]
     for g in groups:
         for a in np.unique(g.arrivals[g.arrivals < first]).tolist():
             if a not in older_ids:

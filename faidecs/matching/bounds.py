@@ -4,8 +4,11 @@ Unbounded queues are the papers' model, and under infix disposal or with partner
 come they grow without end. A bound caps each queue of a conjunction; what happens at the cap is
 declared, never silent: ``drop-oldest`` removes the oldest event of the full queue and counts it
 in the metrics, ``error`` stops the engine with :class:`~faidecs.errors.QueueOverflowError`
-(restore a snapshot to go on). Age is counted in arrivals, the engine's logical clock, so every
-replica of a conjunction drops exactly the same events: a wall clock would break agreement.
+(restore a snapshot to go on). Age is counted on the conjunction's own logical clock, which ticks
+once per arrival of an event of one of its types (admitted or not): every process subscribed to
+the conjunction sees that same sequence, whatever other types it receives, so every replica drops
+exactly the same events. A wall clock, or the engine's count of all arrivals, would break
+agreement between processes.
 
 What a bound gives up is documented in ``docs/semantics.md`` ("Bounded state"): a dropped event
 can no longer be delivered, so Event Validity (and Conjunction Validity for relations that need
@@ -23,8 +26,8 @@ Overflow = Literal["drop-oldest", "error"]
 
 class Bounds(BaseModel):
     """Per-conjunction limits. ``max_queue``: events per type queue; ``max_age``: an event is
-    dropped once ``max_age`` more events have arrived at the engine after it (it is dropped
-    before the arrival that would make it that old is enqueued)."""
+    dropped once ``max_age`` more events of the conjunction's types have arrived after it (it is
+    dropped before the arrival that makes it that old is enqueued and matched)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -34,10 +34,11 @@ class StringTable:
         return code
 
     def encode(self, column: Sequence[str]) -> np.ndarray:
-        """Codes for a column of strings (each distinct string looked up once)."""
-        uniques, inverse = np.unique(np.asarray(column, dtype=object), return_inverse=True)
-        codes = np.fromiter((self.code(s) for s in uniques), dtype=np.int64, count=len(uniques))
-        return codes[inverse.reshape(-1)]
+        """Codes for a column of strings: new strings are interned first, then every value is one
+        dict lookup (a hash lookup is far cheaper than sorting a column of Python strings)."""
+        for text in set(column) - self.codes.keys():
+            self.code(text)
+        return np.fromiter(map(self.codes.__getitem__, column), dtype=np.int64, count=len(column))
 
 
 class TypeCodec:
@@ -128,28 +129,32 @@ def _float_column(column: np.ndarray, type_name: str, attribute: str) -> np.ndar
     finite = np.isfinite(values)
     if not finite.all():
         bad = int(np.argmin(finite))
-        raise EventError(f"row {bad}: {values[bad]!r} is not a finite number", type_name=type_name, attribute=attribute)
+        raise EventError(
+            f"row {bad}: {float(values[bad])!r} is not a finite number", type_name=type_name, attribute=attribute
+        )
     return values
 
 
 def _string_codes(strings: StringTable, column: np.ndarray, type_name: str, attribute: str) -> np.ndarray:
     if column.dtype.kind not in "UO":
         raise EventError(f"expected a string column, got {column.dtype}", type_name=type_name, attribute=attribute)
-    if column.dtype == object:
-        for i, v in enumerate(column):
-            if not isinstance(v, str):
-                raise EventError(f"row {i}: expected a string, got {v!r}", type_name=type_name, attribute=attribute)
-    codes = strings.encode(column)
-    for code in np.unique(codes):
-        text = strings.strings[code]
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            row = int(np.argmax(codes == code))
-            raise EventError(
-                f"row {row}: string contains a lone surrogate escape", type_name=type_name, attribute=attribute
-            ) from None
-    return codes
+    values = column.tolist()
+    try:
+        distinct = set(values)
+    except TypeError:  # an unhashable value: certainly not a string
+        distinct = {v for v in values if v.__hash__ is not None}
+        distinct.add(next(v for v in values if v.__hash__ is None))
+    for value in distinct:
+        problem = None if isinstance(value, str) else f"expected a string, got {value!r}"
+        if problem is None:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                problem = "string contains a lone surrogate escape"
+        if problem is not None:
+            row = next(i for i, v in enumerate(values) if v is value or (type(v) is type(value) and v == value))
+            raise EventError(f"row {row}: {problem}", type_name=type_name, attribute=attribute)
+    return strings.encode(values)
 
 
 def event_from_row(codec: TypeCodec, row: np.ndarray, event_id: str) -> Event:

@@ -8,6 +8,7 @@ relation found by a kernel is handed out as the very ``Event`` objects that were
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -16,11 +17,14 @@ from faidecs.errors import QueueOverflowError, SnapshotError
 from faidecs.grammar.model import Conjunction, Disposal, EventType, Matching
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.columns import StringTable, TypeCodec
-from faidecs.matching.conjunction_state import ARRIVALS, Queues, Validate, read_queues
+from faidecs.matching.conjunction_state import ARRIVALS, CLOCK, TICKS, Queues, Validate, read_queues
 from faidecs.matching.events import Event
 from faidecs.matching.kernel_cache import CompiledKernel
 from faidecs.matching.kernel_layout import (
+    ARRIVAL,
     DISPOSAL_CODES,
+    TICK,
+    VALUES,
     MATCHING_CODES,
     STATUS_DONE,
     STATUS_GROW,
@@ -29,6 +33,14 @@ from faidecs.matching.kernel_layout import (
 )
 
 INITIAL_CAPACITY = 16
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """A bounded queue overflowed under ``overflow = "error"`` at batch position ``position``."""
+
+    position: int
+    error: QueueOverflowError
 
 
 class EventContext:
@@ -89,7 +101,7 @@ class CompiledConjunctionState:
         self.m, self.n = len(self.types), len(conjunction.signature)
         self.local = {t: i for i, t in enumerate(self.types)}
         self.codecs = [context.codec(types[t]) for t in self.types]
-        self.queues_rows = [np.empty((INITIAL_CAPACITY, 1 + w), dtype=np.int64) for w in source.widths]
+        self.queues_rows = [np.empty((INITIAL_CAPACITY, VALUES + w), dtype=np.int64) for w in source.widths]
         self.meta = np.zeros(meta_size(self.m), dtype=np.int64)
         meta, m = self.meta, self.m
         meta[field(m, "matching")] = MATCHING_CODES[matching]
@@ -120,9 +132,10 @@ class CompiledConjunctionState:
         inputs: Sequence[np.ndarray],
         out: np.ndarray,
         event_id: Callable[[int], str],
-    ) -> int:
+    ) -> tuple[int, Overflow | None]:
         """Run the kernel over the events ``b`` of ``ev_type`` (arrival ``arrival0 + b``), growing
-        queues as needed. Returns how many relations it wrote to ``out``."""
+        queues as needed. Returns how many relations it wrote to ``out``, and the overflow that
+        stopped it, if one did (``overflow = "error"``)."""
         meta = self.meta
         meta[self._out_at] = 0
         b = 0
@@ -131,12 +144,13 @@ class CompiledConjunctionState:
             b = run(meta, self.sc, *self.queues_rows, ev_type, ev_row, arrival0, b, *inputs, out)
             status = meta[self._status_at]
             if status == STATUS_DONE:
-                return int(meta[self._out_at])
+                return int(meta[self._out_at]), None
             t = int(meta[field(self.m, "grow")])
             if status == STATUS_GROW:
                 self._grow(t)
                 continue
-            raise QueueOverflowError(*self.owner, self.types[t], int(self.bounds.max_queue or 0), event_id(b))
+            error = QueueOverflowError(*self.owner, self.types[t], int(self.bounds.max_queue or 0), event_id(b))
+            return int(meta[self._out_at]), Overflow(b, error)
 
     def _grow(self, t: int) -> None:
         old = self.queues_rows[t]
@@ -152,7 +166,12 @@ class CompiledConjunctionState:
             return None
         self.context.encode(event, arrival)
         out = self._single_out
-        if not self._run(self._single_types[t], self._single_row, arrival, self._single_inputs[t], out, lambda b: event.id):
+        count, overflow = self._run(
+            self._single_types[t], self._single_row, arrival, self._single_inputs[t], out, lambda b: event.id
+        )
+        if overflow is not None:
+            raise overflow.error
+        if not count:
             return None
         self.deliveries += 1
         events = self.context.events
@@ -166,14 +185,15 @@ class CompiledConjunctionState:
         arrival0: int,
         tables: Sequence[np.ndarray],
         event_id: Callable[[int], str],
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, Overflow | None]:
         """Process a batch: ``ev_type`` holds the local type of every event (-1: none of this
         conjunction's), ``ev_row`` its row in that type's table. Returns the relations as rows
-        ``[batch position, arrival of each slot...]``."""
+        ``[batch position, arrival of each slot...]``, and the overflow that stopped the batch
+        early, if any."""
         out = np.empty((len(ev_type), 1 + self.n), dtype=np.int64)
-        count = self._run(ev_type, ev_row, arrival0, tables, out, event_id)
+        count, overflow = self._run(ev_type, ev_row, arrival0, tables, out, event_id)
         self.deliveries += count
-        return out[:count]
+        return out[:count], overflow
 
     # --- state -------------------------------------------------------------------------------
 
@@ -208,26 +228,35 @@ class CompiledConjunctionState:
             assert (np.diff(arrivals) > 0).all(), name
             for row in self._live_rows(t):
                 event = self.context.events[int(row[0])]
-                assert event.type == name and self.codecs[t].decode(row[1:]) == event.values, name
+                assert event.type == name and self.codecs[t].decode(row[VALUES:]) == event.values, name
+            ticks = self._live_rows(t)[:, TICK]
+            assert (np.diff(ticks) > 0).all() and (ticks > 0).all() and (ticks <= self.clock).all(), name
             if self.bounds.max_queue is not None:
                 assert e - s <= self.bounds.max_queue, name
 
     def snapshot(self) -> dict[str, Any]:
         out: dict[str, Any] = {t: [e.to_json() for e in q] for t, q in self.queues.items()}
         out[ARRIVALS] = {name: self.live_arrivals(t).tolist() for t, name in enumerate(self.types)}
+        out[TICKS] = {name: self._live_rows(t)[:, TICK].tolist() for t, name in enumerate(self.types)}
+        out[CLOCK] = self.clock
         return out
 
+    @property
+    def clock(self) -> int:
+        return int(self.meta[field(self.m, "clock")])
+
     def restore(self, saved: Any, validate: Validate, published: int) -> None:
-        queues, arrivals = read_queues(saved, self.types, validate, published)
+        queues, arrivals, ticks, clock = read_queues(saved, self.types, validate, published)
+        self.meta[field(self.m, "clock")] = clock
         events = self.context.events
         for t, name in enumerate(self.types):
             rows = np.empty((max(INITIAL_CAPACITY, 2 * len(queues[name])), self.queues_rows[t].shape[1]), np.int64)
-            for k, (event, arrival) in enumerate(zip(queues[name], arrivals[name])):
+            for k, (event, arrival, tick) in enumerate(zip(queues[name], arrivals[name], ticks[name])):
                 known = events.setdefault(arrival, event)
                 if known != event:
                     raise SnapshotError(f"arrival {arrival} names two different events ({known.id!r}, {event.id!r})")
-                rows[k, 0] = arrival
-                rows[k, 1:] = self.codecs[t].encode_event(event.values)[0]
+                rows[k, ARRIVAL], rows[k, TICK] = arrival, tick
+                rows[k, VALUES:] = self.codecs[t].encode_event(event.values)[0]
             self.queues_rows[t] = rows
             self.meta[2 * t], self.meta[2 * t + 1] = 0, len(queues[name])
         # A snapshot taken right after a match may hold another one: search fully next time.

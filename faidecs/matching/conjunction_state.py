@@ -13,16 +13,22 @@ from faidecs.matching.reference import Queues, ReferenceMatcher, dispose
 Validate = Callable[[Any], Event]
 
 
-ARRIVALS = "@arrivals"  # snapshot key beside the type names (no type can be called that)
+# Snapshot keys beside the type names (no type can be called that).
+ARRIVALS, TICKS, CLOCK = "@arrivals", "@ticks", "@clock"
 
 
 class ConjunctionState:
     """Queues of one conjunction, and the arrival step ENQUEUE → MATCH → DEQUEUE.
 
-    Beside each queued event it keeps the event's arrival number in the engine (for age bounds
-    and snapshots), and it counts deliveries and bound drops for the metrics."""
+    Beside each queued event it keeps the event's arrival number in the engine and its tick on
+    the conjunction's own clock, which counts the arrivals of the conjunction's types: age bounds
+    count ticks, so every process with this conjunction sees the same clock whatever other types
+    it receives. It counts deliveries and bound drops for the metrics."""
 
-    __slots__ = ("conjunction", "matcher", "disposal", "bounds", "queues", "arrivals", "deliveries", "drops", "owner", "last_arrivals")
+    __slots__ = (
+        "conjunction", "matcher", "disposal", "bounds", "queues", "arrivals", "ticks", "clock",
+        "deliveries", "drops", "owner", "last_arrivals",
+    )
 
     def __init__(
         self, matcher: ReferenceMatcher, disposal: Disposal, bounds: Bounds = UNBOUNDED, owner: tuple[str, int] = ("", 0)
@@ -33,6 +39,8 @@ class ConjunctionState:
         self.bounds = bounds
         self.queues: Queues = {t: [] for t in self.conjunction.types}
         self.arrivals: dict[str, list[int]] = {t: [] for t in self.conjunction.types}
+        self.ticks: dict[str, list[int]] = {t: [] for t in self.conjunction.types}
+        self.clock = 0
         self.deliveries = 0
         self.drops = 0
         self.owner = owner  # (subscription, conjunction as written), for errors
@@ -47,18 +55,20 @@ class ConjunctionState:
         queue = self.queues.get(event.type)
         if queue is None:
             return None
+        self.clock += 1
         if self.bounds.max_age is not None:
-            self._expire(arrival - self.bounds.max_age)
+            self._expire(self.clock - self.bounds.max_age)
         if not self.matcher.admits(event):
             return None
         limit = self.bounds.max_queue
         if limit is not None and len(queue) >= limit:
             if self.bounds.overflow == "error":
                 raise QueueOverflowError(*self.owner, event.type, limit, event.id)
-            del queue[0], self.arrivals[event.type][0]
+            del queue[0], self.arrivals[event.type][0], self.ticks[event.type][0]
             self.drops += 1
         queue.append(event)
         self.arrivals[event.type].append(arrival)
+        self.ticks[event.type].append(self.clock)
         chosen = self.matcher.match(self.queues)
         if chosen is None:
             return None
@@ -69,17 +79,18 @@ class ConjunctionState:
             matched = [pos for slot, pos in zip(signature, chosen) if slot.type_name == type_name]
             self.queues[type_name] = dispose(self.queues[type_name], matched, self.disposal)
             self.arrivals[type_name] = dispose(self.arrivals[type_name], matched, self.disposal)
+            self.ticks[type_name] = dispose(self.ticks[type_name], matched, self.disposal)
         self.deliveries += 1
         return relation
 
     def _expire(self, limit: int) -> None:
-        """Drop the events that arrived at or before ``limit``."""
-        for type_name, arrivals in self.arrivals.items():
+        """Drop the events whose tick is at or before ``limit``."""
+        for type_name, ticks in self.ticks.items():
             old = 0
-            while old < len(arrivals) and arrivals[old] <= limit:
+            while old < len(ticks) and ticks[old] <= limit:
                 old += 1
             if old:
-                del arrivals[:old], self.queues[type_name][:old]
+                del ticks[:old], self.arrivals[type_name][:old], self.queues[type_name][:old]
                 self.drops += old
 
     def state_json(self) -> dict[str, Any]:
@@ -94,31 +105,38 @@ class ConjunctionState:
         assert list(self.queues) == list(self.conjunction.types)
         for type_name, queue in self.queues.items():
             assert all(e.type == type_name for e in queue), type_name
-            arrivals = self.arrivals[type_name]
+            arrivals, ticks = self.arrivals[type_name], self.ticks[type_name]
             assert len(arrivals) == len(queue) and arrivals == sorted(set(arrivals)), type_name
+            assert len(ticks) == len(queue) and ticks == sorted(set(ticks)) and all(0 < k <= self.clock for k in ticks)
 
     def snapshot(self) -> dict[str, Any]:
         out: dict[str, Any] = {t: [e.to_json() for e in q] for t, q in self.queues.items()}
         out[ARRIVALS] = {t: list(a) for t, a in self.arrivals.items()}
+        out[TICKS] = {t: list(k) for t, k in self.ticks.items()}
+        out[CLOCK] = self.clock
         return out
 
     def restore(self, saved: Any, validate: Validate, published: int) -> None:
         """Take the queues of a :meth:`snapshot`; raises :class:`SnapshotError` if they do not fit."""
-        queues, arrivals = read_queues(saved, self.conjunction.types, validate, published)
-        self.queues, self.arrivals = queues, arrivals
+        saved_queues = read_queues(saved, self.conjunction.types, validate, published)
+        self.queues, self.arrivals, self.ticks, self.clock = saved_queues
 
 
-def read_queues(
-    saved: Any, types: tuple[str, ...], validate: Validate, published: int
-) -> tuple[Queues, dict[str, list[int]]]:
-    """Queues and arrival numbers from a conjunction snapshot, checked against ``types``."""
-    if not isinstance(saved, Mapping) or [k for k in saved if k != ARRIVALS] != list(types):
+SavedQueues = tuple[Queues, dict[str, list[int]], dict[str, list[int]], int]
+
+
+def read_queues(saved: Any, types: tuple[str, ...], validate: Validate, published: int) -> SavedQueues:
+    """Queues, arrival numbers, ticks and clock from a conjunction snapshot, checked against ``types``."""
+    if not isinstance(saved, Mapping) or [k for k in saved if k not in (ARRIVALS, TICKS, CLOCK)] != list(types):
         raise SnapshotError(f"expected queues {list(types)}")
     queues: Queues = {}
     arrivals: dict[str, list[int]] = {}
-    saved_arrivals = saved.get(ARRIVALS)
-    if not isinstance(saved_arrivals, Mapping):
-        raise SnapshotError(f"expected the arrival numbers of the queued events under {ARRIVALS!r}")
+    ticks: dict[str, list[int]] = {}
+    saved_arrivals, saved_ticks, clock = saved.get(ARRIVALS), saved.get(TICKS), saved.get(CLOCK)
+    if not isinstance(saved_arrivals, Mapping) or not isinstance(saved_ticks, Mapping):
+        raise SnapshotError(f"expected the arrival numbers and ticks of the queued events ({ARRIVALS!r}, {TICKS!r})")
+    if type(clock) is not int or clock < 0:
+        raise SnapshotError(f"expected the conjunction's clock, a non-negative integer, under {CLOCK!r}")
     for type_name in types:
         events = saved[type_name]
         if not isinstance(events, list):
@@ -138,7 +156,16 @@ def read_queues(
                 f"queue {type_name}: arrival numbers must be increasing integers below {published}, one per event"
             )
         arrivals[type_name] = list(numbers)
-    return queues, arrivals
+        marks = saved_ticks.get(type_name)
+        if (
+            not isinstance(marks, list)
+            or len(marks) != len(restored)
+            or not all(type(k) is int and 0 < k <= clock for k in marks)
+            or marks != sorted(set(marks))
+        ):
+            raise SnapshotError(f"queue {type_name}: ticks must be increasing integers in 1..{clock}, one per event")
+        ticks[type_name] = list(marks)
+    return queues, arrivals, ticks, clock
 
 
 class StagedConjunctionState:

@@ -271,7 +271,10 @@ class Engine:
 
     def snapshot(self) -> dict[str, Any]:
         """The engine's exact state as JSON-compatible data: program, queues and counters.
-        A replica or a joining subscriber starts from it with :meth:`restore`."""
+        A replica or a joining subscriber starts from it with :meth:`restore`. An engine stopped
+        by a queue overflow has no consistent state to give: this raises the overflow again."""
+        if self._stopped is not None:
+            raise self._stopped
         return {
             "format": SNAPSHOT_FORMAT,
             "program": self.source(),

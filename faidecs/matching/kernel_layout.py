@@ -1,13 +1,16 @@
 """The memory layout shared by the generated kernels and the Python code that drives them.
 
 A conjunction over ``m`` distinct types keeps, per type ``t``, a queue ``Q[t]``: an int64 array
-of shape ``(capacity, 1 + width)`` whose live rows are ``start[t] .. end[t]-1``, oldest first.
-Column 0 is the event's arrival number in the engine; the others are its attribute values in
-declaration order, encoded as int64 (see :mod:`faidecs.matching.columns`). One small int64
+of shape ``(capacity, 2 + width)`` whose live rows are ``start[t] .. end[t]-1``, oldest first.
+Column 0 is the event's arrival number in the engine, column 1 its tick on the conjunction's
+own clock (arrivals of the conjunction's types, counted from 1), the others its attribute values
+in declaration order, encoded as int64 (see :mod:`faidecs.matching.columns`). One small int64
 ``meta`` array carries everything else, so a kernel call passes few arguments.
 """
 
 from __future__ import annotations
+
+ARRIVAL, TICK, VALUES = 0, 1, 2  # queue columns
 
 from faidecs.grammar.model import Disposal, Matching
 
@@ -20,7 +23,8 @@ FIELDS = (
     "matching",
     "disposal",
     "max_queue",  # 0: unbounded
-    "max_age",  # 0: unbounded; else events older than this many arrivals are dropped
+    "max_age",  # 0: unbounded; else events this many ticks old are dropped
+    "clock",  # ticks so far: arrivals of the conjunction's types
     "policy",  # 0: drop-oldest, 1: error
     "drops",
     "out",  # relations written to the output array so far in this call

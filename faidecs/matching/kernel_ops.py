@@ -12,6 +12,7 @@ import math
 from numba import njit
 
 INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
 TWO63 = 9.223372036854775808e18  # 2**63 as a float64, exactly
 
 
@@ -47,17 +48,25 @@ def sub_int(a: int, b: int) -> tuple[int, bool]:
 
 
 @njit(cache=True)
+def _trunc_div(x: int, y: int) -> int:
+    """x / y rounded toward zero (numba's ``//`` floors, like Python's)."""
+    q = x // y
+    if x % y != 0 and (x < 0) != (y < 0):
+        q += 1
+    return q
+
+
+@njit(cache=True)
 def mul_int(a: int, b: int) -> tuple[int, bool]:
+    # Decide overflow before multiplying: numba marks signed products "no signed wrap", so LLVM
+    # may fold away any check made on a wrapped product.
     if a == 0 or b == 0:
         return 0, True
-    if a == -1:
-        return -b, b != INT64_MIN
-    if b == -1:
-        return -a, a != INT64_MIN
-    r = a * b
-    # Without overflow r // a is exactly b; with it, r differs from a*b by a multiple of 2**64,
-    # more than |a|, so the floor quotient cannot come out as b.
-    return r, r // a == b and r % a == 0
+    if a > 0:
+        ok = a <= INT64_MAX // b if b > 0 else b >= _trunc_div(INT64_MIN, a)
+    else:
+        ok = a >= _trunc_div(INT64_MIN, b) if b > 0 else b >= _trunc_div(INT64_MAX, a)
+    return (a * b if ok else 0), ok
 
 
 @njit(cache=True)

@@ -14,10 +14,10 @@ from faidecs.matching.kernel_layout import STATUS_DONE, STATUS_GROW, STATUS_OVER
 
 @njit(cache=True)
 def expire(q, meta, t, limit, drops_at):  # type: ignore[no-untyped-def]
-    """Drop the events of queue ``t`` that arrived at or before ``limit`` (oldest first)."""
+    """Drop the events of queue ``t`` whose tick is at or before ``limit`` (oldest first)."""
     s, e = meta[2 * t], meta[2 * t + 1]
     k = s
-    while k < e and q[k, 0] <= limit:
+    while k < e and q[k, 1] <= limit:
         k += 1
     meta[drops_at] += k - s
     meta[2 * t] = k
@@ -47,12 +47,13 @@ def make_room(q, meta, t, max_queue, policy, drops_at):  # type: ignore[no-untyp
 
 
 @njit(cache=True)
-def append(q, meta, t, seq, rows, r):  # type: ignore[no-untyped-def]
+def append(q, meta, t, seq, tick, rows, r):  # type: ignore[no-untyped-def]
     """Append input row ``r`` as the newest event of queue ``t`` (room was made)."""
     e = meta[2 * t + 1]
     q[e, 0] = seq
+    q[e, 1] = tick
     for c in range(rows.shape[1]):
-        q[e, 1 + c] = rows[r, c]
+        q[e, 2 + c] = rows[r, c]
     meta[2 * t + 1] = e + 1
 
 

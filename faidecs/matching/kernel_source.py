@@ -27,7 +27,7 @@ from typing import Callable, Mapping
 from faidecs.grammar.model import ArithOp, AttrOf, Conjunction, Const, EventType, Kind, Negate, Predicate, Value
 from faidecs.matching.kernel_layout import FIELDS
 
-KERNEL_VERSION = "1"  # bump when the generated code changes meaning; part of every cache key
+KERNEL_VERSION = "3"  # bump when the generated code changes meaning; part of every cache key
 
 _PY_OP = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=": "==", "!=": "!="}
 # cmp_int_float(i, f) gives -1/0/1, or 2 for NaN: which results make each operator hold.
@@ -184,7 +184,7 @@ class _Generator:
         k = self.slot_index[attr.slot]
         t = self.slot_type[k]
         array = f"f{t}" if attr.kind is Kind.FLOAT else f"q{t}"
-        return f"{array}[p{k}, {1 + attr.position}]"
+        return f"{array}[p{k}, {2 + attr.position}]"
 
     def _input_ref(self, attr: AttrOf) -> str:
         t = self.slot_type[self.slot_index[attr.slot]]
@@ -283,7 +283,7 @@ class _Generator:
         body: list[str] = []
         for t in range(m):
             body += [f"f{t} = q{t}.view(np.float64)", f"g{t} = i{t}.view(np.float64)"]
-        for name in ("dirty", "matching", "disposal", "max_queue", "max_age", "policy", "out"):
+        for name in ("dirty", "matching", "disposal", "max_queue", "max_age", "policy", "out", "clock"):
             body.append(f"{'nout' if name == 'out' else name} = meta[{field[name]}]")
         body += [
             "mr = matching == 1 or matching == 3",
@@ -299,9 +299,10 @@ class _Generator:
             "        continue",
             "    seq = seq0 + b",
             "    r = ev_row[b]",
+            "    clock += 1",
             "    if max_age > 0:",
         ]
-        body += [f"        expire(q{t}, meta, {t}, seq - max_age, {drops})" for t in range(m)]
+        body += [f"        expire(q{t}, meta, {t}, clock - max_age, {drops})" for t in range(m)]
         for t in range(m):
             body += [
                 f"    {'if' if t == 0 else 'elif'} lt == {t}:",
@@ -311,8 +312,9 @@ class _Generator:
                 f"        status = make_room(q{t}, meta, {t}, max_queue, policy, {drops})",
                 "        if status != 0:",
                 f"            grow = {t}",
+                "            clock -= 1  # the event is processed again after the queue grows",
                 "            break",
-                f"        append(q{t}, meta, {t}, seq, i{t}, r)",
+                f"        append(q{t}, meta, {t}, seq, clock, i{t}, r)",
                 f"        fixed = -1 if dirty else ({self.slots_of[t][0]} if mr else {self.slots_of[t][-1]})",
             ]
         body += [
@@ -331,6 +333,7 @@ class _Generator:
         body += ["    dirty = 1", "    b += 1"]
         body += [
             f"meta[{field['dirty']}] = dirty",
+            f"meta[{field['clock']}] = clock",
             f"meta[{field['out']}] = nout",
             f"meta[{field['status']}] = status",
             f"meta[{field['grow']}] = grow",

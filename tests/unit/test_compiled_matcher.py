@@ -29,7 +29,7 @@ Delivered = tuple[str, int, tuple[str, ...]]
 
 # Every example compiles its conjunctions once; keep the count of structures moderate and the
 # number of runs per structure high (16 option combinations x 3 streams).
-EXAMPLES = settings(max_examples=int(settings.default.max_examples / 5) or 1, deadline=None)
+EXAMPLES = settings(max_examples=min(40, max(10, (settings.default.max_examples or 100) // 5)), deadline=None)
 
 
 def per_event(engine: Engine, events: list[Event]) -> tuple[list[list[Delivered]], list[Any]]:
