@@ -121,9 +121,7 @@ def paper(n: int, k: int, subscribers: int, seed: int = 0) -> Workload:
         for x, y in zip(names, names[1:]):
             preds.append(f"{y}.b - {x}.b < 50 and {x}.b - {y}.b < 50")
         subs.append(f"subscription P{s}: " + " and ".join(preds))
-    tables = {
-        t: {a: rng.integers(0, 1001, int((order == t).sum())).astype(np.int64) for a in "abc"} for t in types
-    }
+    tables = {t: {a: rng.integers(0, 1001, int((order == t).sum())).astype(np.int64) for a in "abc"} for t in types}
     return Workload(
         f"paper-k{k}-s{subscribers}",
         decls + "\n" + "\n".join(subs) + "\n",
@@ -153,7 +151,10 @@ def sequence(n: int, k: int, window: int, noise_types: int = 4, last_occurs: boo
     }
     name = f"sequence-k{k}-w{window}" + ("" if last_occurs else "-nomatch")
     return Workload(
-        name, program, order, _columns(order, tables),
+        name,
+        program,
+        order,
+        _columns(order, tables),
         params={"k": k, "window": window, "last_occurs": last_occurs},
     )
 

@@ -159,5 +159,3 @@ def _string_codes(strings: StringTable, column: np.ndarray, type_name: str, attr
 
 def event_from_row(codec: TypeCodec, row: np.ndarray, event_id: str) -> Event:
     return Event(event_id, codec.event_type, codec.decode(row))
-
-

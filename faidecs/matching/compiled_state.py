@@ -23,11 +23,11 @@ from faidecs.matching.kernel_cache import CompiledKernel
 from faidecs.matching.kernel_layout import (
     ARRIVAL,
     DISPOSAL_CODES,
-    TICK,
-    VALUES,
     MATCHING_CODES,
     STATUS_DONE,
     STATUS_GROW,
+    TICK,
+    VALUES,
     field,
     meta_size,
 )
@@ -115,9 +115,7 @@ class CompiledConjunctionState:
         empty = [np.zeros((0, w), dtype=np.int64) for w in source.widths]
         self._single_types = [np.array([t], dtype=np.int64) for t in range(m)]
         self._single_row = np.zeros(1, dtype=np.int64)
-        self._single_inputs = [
-            tuple(self.codecs[t].row if u == t else empty[u] for u in range(m)) for t in range(m)
-        ]
+        self._single_inputs = [tuple(self.codecs[t].row if u == t else empty[u] for u in range(m)) for t in range(m)]
         self._single_out = np.zeros((1, 1 + self.n), dtype=np.int64)
         self._out_at = field(m, "out")
         self._status_at = field(m, "status")

@@ -88,11 +88,4 @@ def dispose(q, meta, t, pos, slots, disposal):  # type: ignore[no-untyped-def]
         meta[2 * t] = first + 1
 
 
-@njit(cache=True)
-def record(out, n, b, q, pos, k):  # type: ignore[no-untyped-def]
-    """Write the arrival number of slot ``k``'s event into output row ``n`` (column 0: ``b``)."""
-    out[n, 0] = b
-    out[n, 1 + k] = q[pos[k], 0]
-
-
-__all__ = ["STATUS_DONE", "STATUS_GROW", "STATUS_OVERFLOW", "append", "dispose", "expire", "make_room", "record"]
+__all__ = ["STATUS_DONE", "STATUS_GROW", "STATUS_OVERFLOW", "append", "dispose", "expire", "make_room"]

@@ -27,7 +27,7 @@ from typing import Callable, Mapping
 from faidecs.grammar.model import ArithOp, AttrOf, Conjunction, Const, EventType, Kind, Negate, Predicate, Value
 from faidecs.matching.kernel_layout import FIELDS
 
-KERNEL_VERSION = "3"  # bump when the generated code changes meaning; part of every cache key
+KERNEL_VERSION = "6"  # bump when the generated code changes meaning; part of every cache key
 
 _PY_OP = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=": "==", "!=": "!="}
 # cmp_int_float(i, f) gives -1/0/1, or 2 for NaN: which results make each operator hold.
@@ -89,7 +89,7 @@ class _PredicateWriter:
         self.lines.append(f"return {result}")
         body = "\n".join(f"    {line}" for line in self.lines)
         call = f"{name}({', '.join(['{' + a + '}' for a in args] + ['sc'])})"
-        return f"@njit(cache=True)\ndef {name}({', '.join(args + ['sc'])}):\n{body}\n", call, self.params
+        return f"@njit\ndef {name}({', '.join(args + ['sc'])}):\n{body}\n", call, self.params
 
     def _temp(self) -> str:
         self.temps += 1
@@ -214,7 +214,7 @@ class _Generator:
             earlier = slots[-2] if len(slots) > 1 else -1
             checks.setdefault(last, []).append(f"(fixed == {last} or {call})")
             checks.setdefault(earlier, []).append(f"(fixed != {last} or {call})")
-        lines = [f"@njit(cache=True)\ndef _search({self._queue_params()}, fixed):"]
+        lines = [f"@njit\ndef _search({self._queue_params()}, fixed):"]
         ind = 1
 
         def emit(text: str) -> None:
@@ -271,88 +271,111 @@ class _Generator:
             alternatives.append("(" + " and ".join(self._call(j, self._input_ref) for j in unary) + ")")
         return " or ".join(alternatives)
 
+    def _admit(self) -> str:
+        """ENQUEUE's test: some position of the event's type has all its unary predicates true."""
+        args = ", ".join(f"i{t}, g{t}" for t in range(self.m))
+        lines = [f"@njit\ndef _admit(lt, r, {args}, sc):"]
+        for t in range(self.m):
+            lines += [f"    if lt == {t}:", f"        return {self._admission(t)}"]
+        lines.append("    return False")
+        return "\n".join(lines) + "\n"
+
     def _kernel(self) -> str:
-        m, n = self.m, self.n
-        field = {name: 2 * m + i for i, name in enumerate(FIELDS)}
+        """The entry point: one loop over the batch, the same code for every type (queues are
+        indexed in a tuple at run time), so its size does not grow with the number of types."""
+        m = self.m
+        width = max(len(k) for k in self.slots_of)
+        slots = [k + [-1] * (width - len(k)) for k in self.slots_of]
         qargs = ", ".join(f"q{t}" for t in range(m))
         iargs = ", ".join(f"i{t}" for t in range(m))
-        bounds = ", ".join(f"meta[{2 * t}], meta[{2 * t + 1}]" for t in range(m))
-        call = ", ".join(f"q{t}, f{t}" for t in range(m)) + f", {bounds}, mr, contig, sc, pos"
-        enough = " and ".join(f"meta[{2 * t + 1}] - meta[{2 * t}] >= {len(self.slots_of[t])}" for t in range(m))
-        drops = field["drops"]
-        body: list[str] = []
-        for t in range(m):
-            body += [f"f{t} = q{t}.view(np.float64)", f"g{t} = i{t}.view(np.float64)"]
-        for name in ("dirty", "matching", "disposal", "max_queue", "max_age", "policy", "out", "clock"):
-            body.append(f"{'nout' if name == 'out' else name} = meta[{field[name]}]")
-        body += [
-            "mr = matching == 1 or matching == 3",
-            "contig = matching == 2 or matching == 3",
-            f"pos = np.empty({n}, np.int64)",
-            "status = 0",
-            "grow = -1",
-            "b = b0",
-            "while b < ev_type.shape[0]:",
-            "    lt = ev_type[b]",
-            "    if lt < 0:",
-            "        b += 1",
-            "        continue",
-            "    seq = seq0 + b",
-            "    r = ev_row[b]",
-            "    clock += 1",
-            "    if max_age > 0:",
-        ]
-        body += [f"        expire(q{t}, meta, {t}, clock - max_age, {drops})" for t in range(m)]
-        for t in range(m):
-            body += [
-                f"    {'if' if t == 0 else 'elif'} lt == {t}:",
-                f"        if not ({self._admission(t)}):",
-                "            b += 1",
-                "            continue",
-                f"        status = make_room(q{t}, meta, {t}, max_queue, policy, {drops})",
-                "        if status != 0:",
-                f"            grow = {t}",
-                "            clock -= 1  # the event is processed again after the queue grows",
-                "            break",
-                f"        append(q{t}, meta, {t}, seq, clock, i{t}, r)",
-                f"        fixed = -1 if dirty else ({self.slots_of[t][0]} if mr else {self.slots_of[t][-1]})",
-            ]
-        body += [
-            f"    if not ({enough}):",
-            "        dirty = 0",
-            "        b += 1",
-            "        continue",
-            f"    if not _search({call}, fixed):",
-            "        dirty = 0",
-            "        b += 1",
-            "        continue",
-        ]
-        body += [f"    record(out, nout, b, q{self.slot_type[k]}, pos, {k})" for k in range(n)]
-        body.append("    nout += 1")
-        body += [f"    dispose(q{t}, meta, {t}, pos, SLOTS_{t}, disposal)" for t in range(m)]
-        body += ["    dirty = 1", "    b += 1"]
-        body += [
-            f"meta[{field['dirty']}] = dirty",
-            f"meta[{field['clock']}] = clock",
-            f"meta[{field['out']}] = nout",
-            f"meta[{field['status']}] = status",
-            f"meta[{field['grow']}] = grow",
-            "return b",
-        ]
-        slots = "".join(f"SLOTS_{t} = np.array({self.slots_of[t]}, dtype=np.int64)\n" for t in range(m))
-        head = f"{slots}\n\n@njit(cache=True)\ndef kernel(meta, sc, {qargs}, ev_type, ev_row, seq0, b0, {iargs}, out):\n"
-        return head + "\n".join("    " + line for line in body) + "\n"
+        consts = (
+            f"FIRST = np.array({[k[0] for k in self.slots_of]}, dtype=np.int64)\n"
+            f"LAST = np.array({[k[-1] for k in self.slots_of]}, dtype=np.int64)\n"
+            f"COUNT = np.array({[len(k) for k in self.slots_of]}, dtype=np.int64)\n"
+            f"SLOT_TYPE = np.array({self.slot_type}, dtype=np.int64)\n"
+            f"SLOTS = np.array({slots}, dtype=np.int64)\n\n\n"
+        )
+        head = f"@njit(cache=True)\ndef kernel(meta, sc, {qargs}, ev_type, ev_row, seq0, b0, {iargs}, out):\n"
+        return consts + head + "\n".join("    " + line for line in _driver_body(m)) + "\n"
 
     def build(self) -> KernelSource:
         functions = self._functions()
-        searches = [self._search()]
+        searches = [self._search(), self._admit()]
         header = (
             f"# faidecs kernel, generator version {KERNEL_VERSION}. Generated: do not edit.\n"
             f"# conjunction {self.conj.text!r}\n# types {self.types!r}, widths {self.widths}\n\n"
             "import numpy as np\nfrom numba import njit\n\n"
             "from faidecs.matching.kernel_ops import add_int, cmp_int_float, mul_int, neg_int, sub_int\n"
-            "from faidecs.matching.kernel_runtime import append, dispose, expire, make_room, record\n\n\n"
+            "from faidecs.matching.kernel_runtime import append, dispose, expire, make_room\n\n\n"
         )
         source = header + "\n\n".join(functions + searches + [self._kernel()])
         key = hashlib.sha256(source.encode()).hexdigest()[:24]
         return KernelSource(source, key, self.types, self.widths, tuple(self.strings))
+
+
+def _driver_body(m: int) -> list[str]:
+    """The kernel's loop over a batch: expiry, ENQUEUE, the search, DEQUEUE."""
+    field = {name: 2 * m + i for i, name in enumerate(FIELDS)}
+    qargs = ", ".join(f"q{t}" for t in range(m))
+    iargs = ", ".join(f"i{t}" for t in range(m))
+    bounds = ", ".join(f"meta[{2 * t}], meta[{2 * t + 1}]" for t in range(m))
+    call = ", ".join(f"q{t}, f{t}" for t in range(m)) + f", {bounds}, mr, contig, sc, pos"
+    admit = ", ".join(f"i{t}, g{t}" for t in range(m))
+    drops = field["drops"]
+    body = [f"qs = ({qargs},)", f"ins = ({iargs},)"]
+    for t in range(m):
+        body += [f"f{t} = q{t}.view(np.float64)", f"g{t} = i{t}.view(np.float64)"]
+    for name in ("dirty", "matching", "disposal", "max_queue", "max_age", "policy", "out", "clock"):
+        body.append(f"{'nout' if name == 'out' else name} = meta[{field[name]}]")
+    body += [
+        "n = SLOT_TYPE.shape[0]",
+        "mr = matching == 1 or matching == 3",
+        "contig = matching == 2 or matching == 3",
+        "pos = np.empty(n, np.int64)",
+        "status = 0",
+        "grow = -1",
+        "b = b0",
+        "while b < ev_type.shape[0]:",
+        "    lt = ev_type[b]",
+        "    if lt < 0:",
+        "        b += 1",
+        "        continue",
+        "    r = ev_row[b]",
+        "    clock += 1",
+        "    if max_age > 0:",
+        f"        for t in range({m}):",
+        f"            expire(qs[t], meta, t, clock - max_age, {drops})",
+        f"    if not _admit(lt, r, {admit}, sc):",
+        "        b += 1",
+        "        continue",
+        f"    status = make_room(qs[lt], meta, lt, max_queue, policy, {drops})",
+        "    if status != 0:",
+        "        grow = lt",
+        "        clock -= 1  # the event is processed again after the queue grows",
+        "        break",
+        "    append(qs[lt], meta, lt, seq0 + b, clock, ins[lt], r)",
+        "    enough = True",
+        f"    for t in range({m}):",
+        "        if meta[2 * t + 1] - meta[2 * t] < COUNT[t]:",
+        "            enough = False",
+        "    fixed = -1 if dirty else (FIRST[lt] if mr else LAST[lt])",
+        f"    if not (enough and _search({call}, fixed)):",
+        "        dirty = 0",
+        "        b += 1",
+        "        continue",
+        "    out[nout, 0] = b",
+        "    for k in range(n):",
+        "        out[nout, 1 + k] = qs[SLOT_TYPE[k]][pos[k], 0]",
+        "    nout += 1",
+        f"    for t in range({m}):",
+        "        dispose(qs[t], meta, t, pos, SLOTS[t, : COUNT[t]], disposal)",
+        "    dirty = 1",
+        "    b += 1",
+        f"meta[{field['dirty']}] = dirty",
+        f"meta[{field['clock']}] = clock",
+        f"meta[{field['out']}] = nout",
+        f"meta[{field['status']}] = status",
+        f"meta[{field['grow']}] = grow",
+        "return b",
+    ]
+    return body

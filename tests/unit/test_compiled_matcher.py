@@ -21,9 +21,8 @@ from hypothesis import strategies as st
 from faidecs import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from strategies import DISPOSALS, MATCHINGS, Event, between, draw_programs, draw_streams, program_text  # noqa: E402
-
 import numpy as np  # noqa: E402
+from strategies import DISPOSALS, MATCHINGS, Event, between, draw_programs, draw_streams, program_text  # noqa: E402
 
 Delivered = tuple[str, int, tuple[str, ...]]
 
