@@ -19,7 +19,7 @@ import numpy as np
 from faidecs.errors import EventError, QueueOverflowError
 from faidecs.grammar.model import Slot
 from faidecs.matching.columns import TypeCodec
-from faidecs.matching.compiled_state import CompiledConjunctionState, EventContext
+from faidecs.matching.compiled_state import BatchRows, CompiledConjunctionState, EventContext
 from faidecs.matching.events import Event
 
 if TYPE_CHECKING:
@@ -169,15 +169,15 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
         return out
 
     def event_id(b: int) -> str:
-        return str(batch_ids(np.array([b]))[0])
+        return rows_of_batch.event_id(b)
 
+    rows_of_batch = BatchRows(first, codes, ev_row, codecs, encoded, ids)
     events: dict[int, Event] = {}
 
     def event_at(b: int) -> Event:
         event = events.get(b)
         if event is None:
-            codec = codecs[codes[b]]
-            event = events[b] = Event(event_id(b), codec.event_type, codec.decode(encoded[codes[b]][ev_row[b]]))
+            event = events[b] = rows_of_batch.event(b)
         return event
 
     groups: list[BatchGroup] = []
@@ -230,15 +230,11 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
     for g in groups:
         for a in np.unique(g.arrivals[g.arrivals < first]).tolist():
             if a not in older_ids:
-                older_ids[a] = context.events[a].id
-    # Events of this batch still queued in a compiled conjunction become known to the engine,
-    # for later per-event deliveries, state and snapshots.
-    for c in engine._compiled:
-        for t in range(c.m):
-            for a in c.live_arrivals(t).tolist():
-                if a >= first and a not in context.events:
-                    context.events[a] = event_at(a - first)
-    if engine._context is not None and len(context.events) > context.next_collection:
+                older_ids[a] = context.event(a).id
+    if engine._context is not None:
+        # The batch's events stay reachable (as rows) for later relations, state and snapshots.
+        context.batches.append(rows_of_batch)
+        context.events.update((first + b, e) for b, e in events.items())
         engine._collect()
     keys = [(np.full(len(g.positions), k), g.positions) for k, g in enumerate(groups)]
     group_of = np.concatenate([k for k, _ in keys]) if keys else np.zeros(0, np.int64)

@@ -8,6 +8,7 @@ relation found by a kernel is handed out as the very ``Event`` objects that were
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -43,16 +44,64 @@ class Overflow:
     error: QueueOverflowError
 
 
+@dataclass
+class BatchRows:
+    """The events of one batch as the batch path encoded them. An ``Event`` object is built only
+    for an event someone asks for (a relation handed to ``publish``, state, a snapshot): a batch
+    whose queues keep a million events must not build a million objects."""
+
+    first: int  # arrival number of position 0
+    codes: np.ndarray  # table index per position
+    rows: np.ndarray  # row in that table per position
+    codecs: list[TypeCodec]
+    tables: list[np.ndarray]
+    ids: list[np.ndarray | None]  # per table: the id column, or None for default ids
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def event_id(self, position: int) -> str:
+        ids = self.ids[self.codes[position]]
+        return str(ids[self.rows[position]]) if ids is not None else str(self.first + position + 1)
+
+    def event(self, position: int) -> Event:
+        table = int(self.codes[position])
+        codec = self.codecs[table]
+        values = codec.decode(self.tables[table][self.rows[position]])
+        return Event(self.event_id(position), codec.event_type, values)
+
+
 class EventContext:
     """What the compiled states of one engine share: string codes, one encoder per type, and the
-    events that may still sit in a compiled queue, by arrival number."""
+    events that may still sit in a compiled queue, by arrival number (built lazily for events
+    that came in a batch)."""
 
     def __init__(self) -> None:
         self.strings = StringTable()
         self.codecs: dict[str, TypeCodec] = {}
         self.events: dict[int, Event] = {}
+        self.batches: list[BatchRows] = []  # by first arrival
         self._encoded: tuple[int, str] = (-1, "")
         self.next_collection = 4096
+
+    def event(self, arrival: int) -> Event:
+        event = self.events.get(arrival)
+        if event is None:
+            firsts = [b.first for b in self.batches]
+            k = bisect.bisect_right(firsts, arrival) - 1
+            if k < 0 or arrival >= self.batches[k].first + len(self.batches[k]):
+                raise KeyError(arrival)
+            event = self.events[arrival] = self.batches[k].event(arrival - self.batches[k].first)
+        return event
+
+    def known(self, arrival: int) -> Event | None:
+        try:
+            return self.event(arrival)
+        except KeyError:
+            return None
+
+    def size(self) -> int:
+        return len(self.events) + sum(len(b) for b in self.batches)
 
     def codec(self, event_type: EventType) -> TypeCodec:
         codec = self.codecs.get(event_type.name)
@@ -69,10 +118,21 @@ class EventContext:
             self._encoded = (arrival, event.type)
 
     def collect(self, live: Iterable[np.ndarray]) -> None:
-        """Forget the events no compiled queue holds any more."""
-        keep = set(np.concatenate([np.zeros(0, np.int64), *live]).tolist())
-        self.events = {a: e for a, e in self.events.items() if a in keep}
-        self.next_collection = 2 * len(self.events) + 4096
+        """Forget the events no compiled queue holds any more. A batch few of whose events are
+        still queued is replaced by those events, so it does not keep its whole tables alive."""
+        arrivals = np.unique(np.concatenate([np.zeros(0, np.int64), *live]))
+        alive = set(arrivals.tolist())
+        self.events = {a: e for a, e in self.events.items() if a in alive}
+        kept = []
+        for batch in self.batches:
+            inside = arrivals[np.searchsorted(arrivals, batch.first) : np.searchsorted(arrivals, batch.first + len(batch))]
+            if 8 * len(inside) >= len(batch):
+                kept.append(batch)
+            else:
+                for a in inside.tolist():
+                    self.events.setdefault(a, batch.event(a - batch.first))
+        self.batches = kept
+        self.next_collection = 2 * len(arrivals) + 4096
 
 
 class CompiledConjunctionState:
@@ -172,9 +232,9 @@ class CompiledConjunctionState:
         if not count:
             return None
         self.deliveries += 1
-        events = self.context.events
         self.last_arrivals = tuple(out[0, 1:].tolist())
-        return tuple(events[a] for a in self.last_arrivals)
+        event = self.context.event
+        return tuple(event(a) for a in self.last_arrivals)
 
     def run_batch(
         self,
@@ -188,7 +248,7 @@ class CompiledConjunctionState:
         conjunction's), ``ev_row`` its row in that type's table. Returns the relations as rows
         ``[batch position, arrival of each slot...]``, and the overflow that stopped the batch
         early, if any."""
-        out = np.empty((len(ev_type), 1 + self.n), dtype=np.int64)
+        out = np.empty((int(np.count_nonzero(ev_type >= 0)), 1 + self.n), dtype=np.int64)
         count, overflow = self._run(ev_type, ev_row, arrival0, tables, out, event_id)
         self.deliveries += count
         return out[:count], overflow
@@ -207,8 +267,8 @@ class CompiledConjunctionState:
 
     @property
     def queues(self) -> Queues:
-        events = self.context.events
-        return {name: [events[a] for a in self.live_arrivals(t).tolist()] for t, name in enumerate(self.types)}
+        event = self.context.event
+        return {name: [event(a) for a in self.live_arrivals(t).tolist()] for t, name in enumerate(self.types)}
 
     def queue_lengths(self) -> dict[str, int]:
         return {name: int(self.meta[2 * t + 1] - self.meta[2 * t]) for t, name in enumerate(self.types)}
@@ -225,7 +285,7 @@ class CompiledConjunctionState:
             arrivals = self.live_arrivals(t)
             assert (np.diff(arrivals) > 0).all(), name
             for row in self._live_rows(t):
-                event = self.context.events[int(row[0])]
+                event = self.context.event(int(row[0]))
                 assert event.type == name and self.codecs[t].decode(row[VALUES:]) == event.values, name
             ticks = self._live_rows(t)[:, TICK]
             assert (np.diff(ticks) > 0).all() and (ticks > 0).all() and (ticks <= self.clock).all(), name
@@ -246,11 +306,13 @@ class CompiledConjunctionState:
     def restore(self, saved: Any, validate: Validate, published: int) -> None:
         queues, arrivals, ticks, clock = read_queues(saved, self.types, validate, published)
         self.meta[field(self.m, "clock")] = clock
-        events = self.context.events
+        context = self.context
         for t, name in enumerate(self.types):
             rows = np.empty((max(INITIAL_CAPACITY, 2 * len(queues[name])), self.queues_rows[t].shape[1]), np.int64)
             for k, (event, arrival, tick) in enumerate(zip(queues[name], arrivals[name], ticks[name])):
-                known = events.setdefault(arrival, event)
+                known = context.known(arrival)
+                if known is None:
+                    context.events[arrival] = known = event
                 if known != event:
                     raise SnapshotError(f"arrival {arrival} names two different events ({known.id!r}, {event.id!r})")
                 rows[k, ARRIVAL], rows[k, TICK] = arrival, tick
