@@ -342,7 +342,20 @@ def peers(args: argparse.Namespace) -> list[dict[str, Any]]:
                 path = f.name
             try:
                 done = subprocess.run(
-                    [python, str(script), "--events", path, "--k", str(k), "--window", "1000", "--noise-types", "4"],
+                    [
+                        python,
+                        str(script),
+                        "--events",
+                        path,
+                        "--k",
+                        str(k),
+                        "--window",
+                        "1000",
+                        "--noise-types",
+                        "4",
+                        "--semantics",
+                        "first",
+                    ],
                     capture_output=True,
                     text=True,
                     timeout=600,

@@ -125,7 +125,9 @@ class EventContext:
         self.events = {a: e for a, e in self.events.items() if a in alive}
         kept = []
         for batch in self.batches:
-            inside = arrivals[np.searchsorted(arrivals, batch.first) : np.searchsorted(arrivals, batch.first + len(batch))]
+            inside = arrivals[
+                np.searchsorted(arrivals, batch.first) : np.searchsorted(arrivals, batch.first + len(batch))
+            ]
             if 8 * len(inside) >= len(batch):
                 kept.append(batch)
             else:
@@ -163,6 +165,7 @@ class CompiledConjunctionState:
         self.codecs = [context.codec(types[t]) for t in self.types]
         self.queues_rows = [np.empty((INITIAL_CAPACITY, VALUES + w), dtype=np.int64) for w in source.widths]
         self.meta = np.zeros(meta_size(self.m), dtype=np.int64)
+        self.memo = self._new_memo()
         meta, m = self.meta, self.m
         meta[field(m, "matching")] = MATCHING_CODES[matching]
         meta[field(m, "disposal")] = DISPOSAL_CODES[disposal]
@@ -199,7 +202,7 @@ class CompiledConjunctionState:
         b = 0
         run = self.kernel.run
         while True:
-            b = run(meta, self.sc, *self.queues_rows, ev_type, ev_row, arrival0, b, *inputs, out)
+            b = run(meta, self.sc, *self.queues_rows, ev_type, ev_row, arrival0, b, *inputs, out, self.memo)
             status = meta[self._status_at]
             if status == STATUS_DONE:
                 return int(meta[self._out_at]), None
@@ -210,6 +213,12 @@ class CompiledConjunctionState:
             error = QueueOverflowError(*self.owner, self.types[t], int(self.bounds.max_queue or 0), event_id(b))
             return int(meta[self._out_at]), Overflow(b, error)
 
+    def _new_memo(self) -> np.ndarray:
+        """The search's failure memo: one stamp per slot and queue row (see kernel_source)."""
+        if not self.kernel.source.memo:
+            return np.zeros((0, 0), dtype=np.int64)
+        return np.zeros((self.n, max(q.shape[0] for q in self.queues_rows)), dtype=np.int64)
+
     def _grow(self, t: int) -> None:
         old = self.queues_rows[t]
         s, e = int(self.meta[2 * t]), int(self.meta[2 * t + 1])
@@ -217,6 +226,7 @@ class CompiledConjunctionState:
         new[: e - s] = old[s:e]
         self.queues_rows[t] = new
         self.meta[2 * t], self.meta[2 * t + 1] = 0, e - s
+        self.memo = self._new_memo()
 
     def offer(self, event: Event, arrival: int) -> tuple[Event, ...] | None:
         t = self.local.get(event.type)
@@ -319,5 +329,6 @@ class CompiledConjunctionState:
                 rows[k, VALUES:] = self.codecs[t].encode_event(event.values)[0]
             self.queues_rows[t] = rows
             self.meta[2 * t], self.meta[2 * t + 1] = 0, len(queues[name])
+        self.memo = self._new_memo()
         # A snapshot taken right after a match may hold another one: search fully next time.
         self.meta[field(self.m, "dirty")] = 1

@@ -26,12 +26,26 @@ class ConjunctionState:
     it receives. It counts deliveries and bound drops for the metrics."""
 
     __slots__ = (
-        "conjunction", "matcher", "disposal", "bounds", "queues", "arrivals", "ticks", "clock",
-        "deliveries", "drops", "owner", "last_arrivals",
+        "conjunction",
+        "matcher",
+        "disposal",
+        "bounds",
+        "queues",
+        "arrivals",
+        "ticks",
+        "clock",
+        "deliveries",
+        "drops",
+        "owner",
+        "last_arrivals",
     )
 
     def __init__(
-        self, matcher: ReferenceMatcher, disposal: Disposal, bounds: Bounds = UNBOUNDED, owner: tuple[str, int] = ("", 0)
+        self,
+        matcher: ReferenceMatcher,
+        disposal: Disposal,
+        bounds: Bounds = UNBOUNDED,
+        owner: tuple[str, int] = ("", 0),
     ):
         self.conjunction: Conjunction = matcher.conjunction
         self.matcher = matcher
@@ -258,7 +272,9 @@ class StagedConjunctionState:
         self.pending_arrivals = []
         for waiting, numbers in zip(self.pending, arrivals):
             if any(
-                not isinstance(a, list) or len(a) != len(rel) or not all(type(x) is int and 0 <= x < published for x in a)
+                not isinstance(a, list)
+                or len(a) != len(rel)
+                or not all(type(x) is int and 0 <= x < published for x in a)
                 for rel, a in zip(waiting, numbers)
             ):
                 raise SnapshotError(f"pending arrival numbers must be integers below {published}, one per event")

@@ -149,6 +149,7 @@ class Engine:
     def matchers(self) -> dict[str, list[str]]:
         """Per subscription, per conjunction as written: ``"compiled"`` or ``"reference"`` (for a
         staged conjunction, one entry per component, joined by ``+``)."""
+
         def kind(state: Any) -> str:
             if isinstance(state, StagedConjunctionState):
                 return "+".join(kind(p) for p in state.parts)

@@ -45,7 +45,7 @@ def cache_dir() -> Path:
 def _signature(m: int) -> str:
     table = "int64[:, ::1]"
     queues = ", ".join([table] * m)
-    return f"int64(int64[::1], int64[::1], {queues}, int64[::1], int64[::1], int64, int64, {queues}, {table})"
+    return f"int64(int64[::1], int64[::1], {queues}, int64[::1], int64[::1], int64, int64, {queues}, {table}, {table})"
 
 
 def _write_once(path: Path, text: str) -> None:

@@ -25,6 +25,7 @@ FIELDS = (
     "max_queue",  # 0: unbounded
     "max_age",  # 0: unbounded; else events this many ticks old are dropped
     "clock",  # ticks so far: arrivals of the conjunction's types
+    "search",  # searches so far: stamps the failure memo
     "policy",  # 0: drop-oldest, 1: error
     "drops",
     "out",  # relations written to the output array so far in this call

@@ -27,7 +27,7 @@ from typing import Callable, Mapping
 from faidecs.grammar.model import ArithOp, AttrOf, Conjunction, Const, EventType, Kind, Negate, Predicate, Value
 from faidecs.matching.kernel_layout import FIELDS
 
-KERNEL_VERSION = "6"  # bump when the generated code changes meaning; part of every cache key
+KERNEL_VERSION = "7"  # bump when the generated code changes meaning; part of every cache key
 
 _PY_OP = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=": "==", "!=": "!="}
 # cmp_int_float(i, f) gives -1/0/1, or 2 for NaN: which results make each operator hold.
@@ -53,6 +53,7 @@ class KernelSource:
     types: tuple[str, ...]  # the conjunction's distinct types: kernel argument order
     widths: tuple[int, ...]  # attributes per type
     string_constants: tuple[str, ...]  # the values of ``sc``, in order
+    memo: bool  # whether the search keeps a failure memo (an (n, capacity) array)
 
 
 def _literal(const: Const) -> str:
@@ -201,6 +202,31 @@ class _Generator:
         bounds = ", ".join(f"s{t}, e{t}" for t in range(self.m))
         return f"{qs}, {bounds}, mr, contig, sc, pos"
 
+    def _fixed_choices(self) -> list[int]:
+        """The values ``fixed`` can take: -1, and the first and last slot of each type."""
+        return sorted({-1} | {k for t in range(self.m) for k in (self.slots_of[t][0], self.slots_of[t][-1])})
+
+    def _memo_fixed(self, k: int) -> list[int]:
+        """For which values of ``fixed`` the search below slot ``k`` depends on no binding but
+        slot ``k``'s own: then a subtree that failed for a queue position fails for it again, and
+        the search remembers it (a failure memo, valid for one search). Without it, a chain such
+        as `A.t < B.t and B.t < C.t and C.t < D.t` would be searched again for every choice of the
+        slots before ``k``."""
+        valid = []
+        for fixed in self._fixed_choices():
+            if fixed == k:
+                continue
+            later = {j for j in range(k + 1, self.n) if j != fixed}
+            deps: set[int] = set()
+            for _, _, slots in self.preds:
+                if later & set(slots):
+                    deps |= {j for j in slots if j not in later and j != fixed}
+            if k + 1 < self.n and self.sig[k + 1].index > 0:
+                deps.add(k)  # the next instance's candidates start next to this one
+            if deps <= {k}:
+                valid.append(fixed)
+        return valid
+
     def _search(self) -> str:
         """One depth-first search over the slots in signature order. ``fixed`` is the slot bound
         to the newest event of its queue (incremental search), or -1 (full search).
@@ -214,51 +240,64 @@ class _Generator:
             earlier = slots[-2] if len(slots) > 1 else -1
             checks.setdefault(last, []).append(f"(fixed == {last} or {call})")
             checks.setdefault(earlier, []).append(f"(fixed != {last} or {call})")
-        lines = [f"@njit\ndef _search({self._queue_params()}, fixed):"]
-        ind = 1
+        memo = {k: self._memo_fixed(k) for k in range(self.n - 1)}
+        memo = {k: v for k, v in memo.items() if v}
+        self.memo = bool(memo)
+        lines = [f"@njit\ndef _search({self._queue_params()}, fixed, memo, sid):"]
 
-        def emit(text: str) -> None:
+        def emit(ind: int, text: str) -> None:
             lines.append("    " * ind + text)
 
-        def check(k: int) -> None:
-            nonlocal ind
-            if k in checks:
-                emit(f"if {' and '.join(checks[k])}:")
-                ind += 1
-
         for k in range(self.n):
-            emit(f"p{k} = e{self.slot_type[k]} - 1")  # read only when slot k is fixed
-        emit("step = -1 if mr else 1")
+            emit(1, f"p{k} = e{self.slot_type[k]} - 1")  # read only when slot k is fixed
+        for k, choices in memo.items():
+            emit(1, f"memo{k} = " + " or ".join(f"fixed == {f}" for f in choices))
+        emit(1, "step = -1 if mr else 1")
         if -1 in checks:
-            emit(f"if not ({' and '.join(checks[-1])}):")
-            emit("    return False")
-        for k in range(self.n):
+            emit(1, f"if not ({' and '.join(checks[-1])}):")
+            emit(1, "    return False")
+
+        def slot(k: int, ind: int) -> None:
+            if k == self.n:
+                for j in range(self.n):
+                    emit(ind, f"pos[{j}] = p{j}")
+                emit(ind, "return True")
+                return
             t = self.slot_type[k]
             if self.sig[k].index == 0:
-                emit(f"st{k} = e{t} - 1 if mr else s{t}")
-                emit(f"cnt{k} = e{t} - s{t}")
+                emit(ind, f"st{k} = e{t} - 1 if mr else s{t}")
+                emit(ind, f"cnt{k} = e{t} - s{t}")
             else:
-                emit(f"st{k} = p{k - 1} + step")
-                emit("if contig:")
-                emit(f"    cnt{k} = 1 if s{t} <= st{k} < e{t} else 0")
-                emit("else:")
-                emit(f"    cnt{k} = e{t} - st{k} if not mr else st{k} - s{t} + 1")
-            emit(f"if fixed == {k}:")
+                emit(ind, f"st{k} = p{k - 1} + step")
+                emit(ind, "if contig:")
+                emit(ind, f"    cnt{k} = 1 if s{t} <= st{k} < e{t} else 0")
+                emit(ind, "else:")
+                emit(ind, f"    cnt{k} = e{t} - st{k} if not mr else st{k} - s{t} + 1")
+            emit(ind, f"if fixed == {k}:")
             emit(
+                ind,
                 f"    if cnt{k} > 0 and ((not mr and st{k} <= p{k} < st{k} + cnt{k}) "
-                f"or (mr and st{k} - cnt{k} < p{k} <= st{k})):"
+                f"or (mr and st{k} - cnt{k} < p{k} <= st{k})):",
             )
-            emit(f"        st{k} = p{k}")
-            emit(f"        cnt{k} = 1")
-            emit("    else:")
-            emit(f"        cnt{k} = 0")
-            emit(f"for c{k} in range(cnt{k}):")
+            emit(ind, f"        st{k} = p{k}")
+            emit(ind, f"        cnt{k} = 1")
+            emit(ind, "    else:")
+            emit(ind, f"        cnt{k} = 0")
+            emit(ind, f"for c{k} in range(cnt{k}):")
             ind += 1
-            emit(f"p{k} = st{k} + c{k} * step")
-            check(k)
-        for k in range(self.n):
-            emit(f"pos[{k}] = p{k}")
-        emit("return True")
+            emit(ind, f"p{k} = st{k} + c{k} * step")
+            if k in checks:
+                emit(ind, f"if {' and '.join(checks[k])}:")
+                ind += 1
+            if k in memo:
+                emit(ind, f"if not (memo{k} and memo[{k}, p{k}] == sid):")
+                slot(k + 1, ind + 1)
+                emit(ind + 1, f"if memo{k}:")
+                emit(ind + 1, f"    memo[{k}, p{k}] = sid")
+            else:
+                slot(k + 1, ind)
+
+        slot(0, 1)
         lines.append("    return False")
         return "\n".join(lines) + "\n"
 
@@ -295,7 +334,7 @@ class _Generator:
             f"SLOT_TYPE = np.array({self.slot_type}, dtype=np.int64)\n"
             f"SLOTS = np.array({slots}, dtype=np.int64)\n\n\n"
         )
-        head = f"@njit(cache=True)\ndef kernel(meta, sc, {qargs}, ev_type, ev_row, seq0, b0, {iargs}, out):\n"
+        head = f"@njit(cache=True)\ndef kernel(meta, sc, {qargs}, ev_type, ev_row, seq0, b0, {iargs}, out, memo):\n"
         return consts + head + "\n".join("    " + line for line in _driver_body(m)) + "\n"
 
     def build(self) -> KernelSource:
@@ -310,7 +349,7 @@ class _Generator:
         )
         source = header + "\n\n".join(functions + searches + [self._kernel()])
         key = hashlib.sha256(source.encode()).hexdigest()[:24]
-        return KernelSource(source, key, self.types, self.widths, tuple(self.strings))
+        return KernelSource(source, key, self.types, self.widths, tuple(self.strings), self.memo)
 
 
 def _driver_body(m: int) -> list[str]:
@@ -320,13 +359,14 @@ def _driver_body(m: int) -> list[str]:
     iargs = ", ".join(f"i{t}" for t in range(m))
     bounds = ", ".join(f"meta[{2 * t}], meta[{2 * t + 1}]" for t in range(m))
     call = ", ".join(f"q{t}, f{t}" for t in range(m)) + f", {bounds}, mr, contig, sc, pos"
+    search_call = f"{call}, fixed, memo, sid"
     admit = ", ".join(f"i{t}, g{t}" for t in range(m))
     drops = field["drops"]
     body = [f"qs = ({qargs},)", f"ins = ({iargs},)"]
     for t in range(m):
         body += [f"f{t} = q{t}.view(np.float64)", f"g{t} = i{t}.view(np.float64)"]
-    for name in ("dirty", "matching", "disposal", "max_queue", "max_age", "policy", "out", "clock"):
-        body.append(f"{'nout' if name == 'out' else name} = meta[{field[name]}]")
+    for name in ("dirty", "matching", "disposal", "max_queue", "max_age", "policy", "out", "clock", "search"):
+        body.append(f"{'nout' if name == 'out' else 'sid' if name == 'search' else name} = meta[{field[name]}]")
     body += [
         "n = SLOT_TYPE.shape[0]",
         "mr = matching == 1 or matching == 3",
@@ -359,7 +399,8 @@ def _driver_body(m: int) -> list[str]:
         "        if meta[2 * t + 1] - meta[2 * t] < COUNT[t]:",
         "            enough = False",
         "    fixed = -1 if dirty else (FIRST[lt] if mr else LAST[lt])",
-        f"    if not (enough and _search({call}, fixed)):",
+        "    sid += 1",
+        f"    if not (enough and _search({search_call})):",
         "        dirty = 0",
         "        b += 1",
         "        continue",
@@ -373,6 +414,7 @@ def _driver_body(m: int) -> list[str]:
         "    b += 1",
         f"meta[{field['dirty']}] = dirty",
         f"meta[{field['clock']}] = clock",
+        f"meta[{field['search']}] = sid",
         f"meta[{field['out']}] = nout",
         f"meta[{field['status']}] = status",
         f"meta[{field['grow']}] = grow",
