@@ -62,18 +62,18 @@ def main() -> None:
     stream = stock_stream(args.events, rng)
 
     def with_validation() -> int:
-        engine = Engine.from_source(program)
+        engine = Engine.from_source(program, matcher="reference")
         return sum(len(engine.publish(e)) for e in stream)
 
-    checker = Engine.from_source(program)
+    checker = Engine.from_source(program, matcher="reference")
     validated = [checker.validate(e) for e in stream]
 
     def prevalidated() -> int:
-        engine = Engine.from_source(program)
+        engine = Engine.from_source(program, matcher="reference")
         return sum(len(engine.publish(e)) for e in validated)
 
     def validation_only() -> int:
-        engine = Engine.from_source(program)
+        engine = Engine.from_source(program, matcher="reference")
         for e in stream:
             engine.validate(e)
         return 0
@@ -96,7 +96,7 @@ def main() -> None:
                 "type A(k: int, v: int)\ntype B(k: int, v: int)\n"
                 f"subscription S (matching {matching}, disposal {disposal}): A.k = B.k and A[1].v > A[0].v"
             )
-            engine = Engine.from_source(text)
+            engine = Engine.from_source(text, matcher="reference")
             events = [engine.validate(e) for e in join]
 
             def go(engine: Engine = engine, events: list[Any] = events) -> int:

@@ -348,3 +348,30 @@ def test_restore_keeps_the_age_of_queued_events(first: str, second: str) -> None
     assert restored.state_json() == engine.state_json() == {"S": [{"T1": ["x3"], "T2": []}]}
     # Counters are not part of a snapshot, but nothing was dropped or delivered before it.
     assert restored.metrics() == engine.metrics()
+
+
+# --- the losses docs/semantics.md ("Bounded state") claims, on its own examples ----------------
+
+
+@pytest.mark.parametrize("matcher", MATCHERS)
+def test_a_queue_bound_loses_event_validity(matcher: str) -> None:
+    """`x1` is dropped when `x2` arrives and is never delivered, although T2 events keep coming."""
+    engine = Engine.from_source(
+        "type T1(a: int)\ntype T2(a: int)\nsubscription S: T1 and T2\n", matcher=matcher, bounds=Bounds(max_queue=1)
+    )
+    stream = [event("x1", "T1"), event("x2", "T1")] + [event(f"y{k}", "T2") for k in range(1, 6)]
+    delivered = {i for e in stream for d in engine.publish(e) for i in d.ids}
+    assert "x1" not in delivered and "x2" in delivered
+
+
+@pytest.mark.parametrize("matcher", MATCHERS)
+def test_an_age_bound_loses_conjunction_validity(matcher: str) -> None:
+    """With max_age 1, `T1 and T2` never delivers on x1, y1, x2, y2, ...: each x is one tick old,
+    and dropped, when its partner arrives."""
+    engine = Engine.from_source(
+        "type T1(a: int)\ntype T2(a: int)\nsubscription S: T1 and T2\n", matcher=matcher, bounds=Bounds(max_age=1)
+    )
+    stream = [event(f"{name}{k}", t) for k in range(1, 20) for name, t in (("x", "T1"), ("y", "T2"))]
+    assert all(engine.publish(e) == [] for e in stream)
+    unbounded = Engine.from_source("type T1(a: int)\ntype T2(a: int)\nsubscription S: T1 and T2\n", matcher=matcher)
+    assert sum(len(unbounded.publish(e)) for e in stream) == 19
