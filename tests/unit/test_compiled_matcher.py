@@ -22,22 +22,12 @@ from faidecs import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
+from stepwise import Delivered, per_event  # noqa: E402
 from strategies import DISPOSALS, MATCHINGS, Event, between, draw_programs, draw_streams, program_text  # noqa: E402
-
-Delivered = tuple[str, int, tuple[str, ...]]
 
 # Every example compiles its conjunctions once; keep the count of structures moderate and the
 # number of runs per structure high (16 option combinations x 3 streams).
 EXAMPLES = settings(max_examples=min(40, max(10, (settings.default.max_examples or 100) // 5)), deadline=None)
-
-
-def per_event(engine: Engine, events: list[Event]) -> tuple[list[list[Delivered]], list[Any]]:
-    deliveries, states = [], []
-    for event in events:
-        deliveries.append([(d.subscription, d.conjunction, tuple(d.ids)) for d in engine.publish(event)])
-        engine.check()
-        states.append(engine.state_json())
-    return deliveries, states
 
 
 def as_batch(engine: Engine, events: list[Event]) -> list[Delivered]:

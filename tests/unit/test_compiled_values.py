@@ -14,6 +14,8 @@ cannot agree on a wrong answer.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faidecs import Engine
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from stepwise import per_event  # noqa: E402
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 TWO53 = 2**53
@@ -95,15 +100,6 @@ def edge_streams(draw: st.DrawFn, max_events: int = 24) -> list[dict[str, Any]]:
     return events
 
 
-def run(engine: Engine, events: list[dict[str, Any]]) -> tuple[list[list[Delivered]], list[Any]]:
-    deliveries, states = [], []
-    for event in events:
-        deliveries.append([(d.subscription, d.conjunction, tuple(d.ids)) for d in engine.publish(event)])
-        engine.check()
-        states.append(engine.state_json())
-    return deliveries, states
-
-
 def test_value_programs_compile() -> None:
     """Every conjunction of the programs runs compiled (none falls back to the reference)."""
     for condition in CONDITIONS.values():
@@ -121,8 +117,8 @@ def test_compiled_agrees_with_reference_on_edge_values(name: str, stream: list[d
     text = program(CONDITIONS[name])
     reference = Engine.from_source(text, matcher="reference")
     compiled = Engine.from_source(text, matcher="compiled")
-    expected, expected_states = run(reference, stream)
-    got, got_states = run(compiled, stream)
+    expected, expected_states = per_event(reference, stream)
+    got, got_states = per_event(compiled, stream)
     for k in range(len(stream)):
         assert got[k] == expected[k], (k, stream[: k + 1])
         assert got_states[k] == expected_states[k], (k, stream[: k + 1])
