@@ -586,3 +586,58 @@ def test_progress_bar_on_stderr_for_large_inputs(
     monkeypatch.setattr(cli, "PROGRESS_MIN_BYTES", 10**9)
     assert main(["run", "--program", prog, "--events", evs]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_run_with_the_reference_matcher_gives_the_same_output(
+    examples: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["run", "--program", str(examples / "stock.fdc"), "--events", str(examples / "stock.jsonl")]
+    assert main([*args, "--matcher", "reference"]) == 0
+    reference = capsys.readouterr().out
+    assert main(args) == 0
+    assert capsys.readouterr().out == reference
+    assert reference.splitlines() == STOCK_OUT
+
+
+def test_run_with_a_queue_bound_drops_the_oldest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--max-queue 1`: x1 is dropped when x2 arrives, so y1 pairs with x2."""
+    prog = write(tmp_path / "p.fdc", PROGRAM)
+    evs = write(tmp_path / "e.jsonl", jsonl([ev("x1", "T1", a=1), ev("x2", "T1", a=2), ev("y1", "T2", a=3)]))
+    assert main(["run", "--program", prog, "--events", evs, "--max-queue", "1", "--state-out", "-"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == delivery("S", ["x2", "y1"])
+    assert json.loads(lines[1]) == {"S": [{"T1": [], "T2": []}]}
+
+
+def test_run_with_overflow_error_stops_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog = write(tmp_path / "p.fdc", PROGRAM)
+    evs = write(tmp_path / "e.jsonl", jsonl([ev("x1", "T1", a=1), ev("x2", "T1", a=2), ev("y1", "T2", a=3)]))
+    rc = main(["run", "--program", prog, "--events", evs, "--max-queue", "1", "--overflow", "error"])
+    captured = capsys.readouterr()
+    assert rc == 1 and captured.out == ""
+    assert "subscription S, conjunction 0: queue T1 is full (1 events) when event 'x2' arrives" in captured.err
+
+
+def test_run_rejects_overflow_without_a_queue_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog = write(tmp_path / "p.fdc", PROGRAM)
+    evs = write(tmp_path / "e.jsonl", jsonl([ev("x1", "T1", a=1)]))
+    assert main(["run", "--program", prog, "--events", evs, "--overflow", "error"]) == 1
+    assert "--overflow needs --max-queue" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--max-queue", "0"], "expected a positive integer, got 0"),
+        (["--max-age", "x"], "expected a positive integer, got 'x'"),
+    ],
+)
+def test_run_rejects_bad_bound_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    prog = write(tmp_path / "p.fdc", PROGRAM)
+    evs = write(tmp_path / "e.jsonl", jsonl([ev("x1", "T1", a=1)]))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--program", prog, "--events", evs, *extra])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
