@@ -118,7 +118,7 @@ def streams(draw: st.DrawFn, with_ids: bool, max_events: int = 40) -> list[dict[
     return events
 
 
-EXAMPLES = settings(max_examples=min(80, max(10, (settings.default.max_examples or 100) // 2)), deadline=None)
+EXAMPLES = settings(max_examples=min(50, max(10, (settings.default.max_examples or 100) // 2)), deadline=None)
 FORMS = ("numpy", "lists", "pandas", "arrow")
 ORDER_FORMS = ("names", "name array", "codes", "code array")
 

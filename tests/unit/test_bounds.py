@@ -110,7 +110,7 @@ def trace(engine: Engine, events: list[dict[str, Any]]) -> list[tuple[Outcome, A
     return out
 
 
-EXAMPLES = settings(max_examples=min(80, max(10, (settings.default.max_examples or 100) // 2)), deadline=None)
+EXAMPLES = settings(max_examples=min(50, max(10, (settings.default.max_examples or 100) // 2)), deadline=None)
 
 
 @EXAMPLES

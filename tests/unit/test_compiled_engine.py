@@ -27,7 +27,7 @@ def delivered(deliveries: list[Any]) -> list[Delivered]:
     return [(d.subscription, d.conjunction, tuple(d.ids)) for d in deliveries]
 
 
-EXAMPLES = settings(max_examples=min(80, max(10, (settings.default.max_examples or 100) // 2)), deadline=None)
+EXAMPLES = settings(max_examples=min(50, max(10, (settings.default.max_examples or 100) // 2)), deadline=None)
 
 # --- run-time subscribe / unsubscribe ----------------------------------------------------------
 

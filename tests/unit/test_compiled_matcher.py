@@ -27,7 +27,7 @@ from strategies import DISPOSALS, MATCHINGS, Event, between, draw_programs, draw
 
 # Every example compiles its conjunctions once; keep the count of structures moderate and the
 # number of runs per structure high (16 option combinations x 3 streams).
-EXAMPLES = settings(max_examples=min(40, max(10, (settings.default.max_examples or 100) // 5)), deadline=None)
+EXAMPLES = settings(max_examples=min(25, max(10, (settings.default.max_examples or 100) // 5)), deadline=None)
 
 
 def as_batch(engine: Engine, events: list[Event]) -> list[Delivered]:
@@ -109,7 +109,7 @@ CHAINS = [
 ]
 
 
-@settings(max_examples=min(60, max(15, (settings.default.max_examples or 100) // 4)), deadline=None)
+@settings(max_examples=min(40, max(15, (settings.default.max_examples or 100) // 4)), deadline=None)
 @given(st.data())
 def test_chains_agree_with_reference_under_every_option(data: st.DataObject) -> None:
     """Chains of ordering predicates, where the compiled search remembers failed subtrees."""

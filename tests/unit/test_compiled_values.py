@@ -107,7 +107,7 @@ def test_value_programs_compile() -> None:
         assert all(kind == "compiled" for kinds in engine.matchers().values() for kind in kinds)
 
 
-EXAMPLES = settings(max_examples=min(80, max(10, (settings.default.max_examples or 100) // 2)), deadline=None)
+EXAMPLES = settings(max_examples=min(50, max(10, (settings.default.max_examples or 100) // 2)), deadline=None)
 
 
 @pytest.mark.parametrize("name", list(CONDITIONS))
