@@ -198,10 +198,10 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
                     np.ascontiguousarray(encoded[names.index(t)]) if t in names else np.zeros((0, w), np.int64)
                     for t, w in zip(conj.types, (c.width for c in conj.codecs))
                 ]
-                rows, overflow = conj.run_batch(local_types, ev_row, first, local_tables, event_id)
+                found, overflow = conj.run_batch(local_types, ev_row, first, local_tables, event_id)
                 if overflow is not None:
                     overflows.append((overflow.position, len(overflows), overflow.error))
-                groups.append(BatchGroup(sub.name, index, signature, rows[:, 0].copy(), rows[:, 1:].copy()))
+                groups.append(BatchGroup(sub.name, index, signature, found[:, 0].copy(), found[:, 1:].copy()))
                 continue
             wanted = [names.index(t) for t in sub.conjunctions[index].types if t in names]
             positions, arrivals = [], []

@@ -18,7 +18,8 @@ from faidecs.errors import QueueOverflowError, SnapshotError
 from faidecs.grammar.model import Conjunction, Disposal, EventType, Matching
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.columns import StringTable, TypeCodec
-from faidecs.matching.conjunction_state import ARRIVALS, CLOCK, TICKS, Queues, Validate, read_queues
+from faidecs.matching.conjunction_state import ARRIVALS, CLOCK, TICKS, Validate, read_queues
+from faidecs.matching.reference import Queues
 from faidecs.matching.events import Event
 from faidecs.matching.kernel_cache import CompiledKernel
 from faidecs.matching.kernel_layout import (
@@ -243,8 +244,8 @@ class CompiledConjunctionState:
             return None
         self.deliveries += 1
         self.last_arrivals = tuple(out[0, 1:].tolist())
-        event = self.context.event
-        return tuple(event(a) for a in self.last_arrivals)
+        lookup = self.context.event
+        return tuple(lookup(a) for a in self.last_arrivals)
 
     def run_batch(
         self,
@@ -277,8 +278,8 @@ class CompiledConjunctionState:
 
     @property
     def queues(self) -> Queues:
-        event = self.context.event
-        return {name: [event(a) for a in self.live_arrivals(t).tolist()] for t, name in enumerate(self.types)}
+        lookup = self.context.event
+        return {name: [lookup(a) for a in self.live_arrivals(t).tolist()] for t, name in enumerate(self.types)}
 
     def queue_lengths(self) -> dict[str, int]:
         return {name: int(self.meta[2 * t + 1] - self.meta[2 * t]) for t, name in enumerate(self.types)}

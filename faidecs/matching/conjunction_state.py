@@ -286,7 +286,10 @@ class PlainState(Protocol):
 
     conjunction: Conjunction
     deliveries: int
-    drops: int
+    last_arrivals: tuple[int, ...]  # of the last relation offer returned, per slot
+
+    @property
+    def drops(self) -> int: ...
 
     def offer(self, event: Event, arrival: int) -> tuple[Event, ...] | None: ...
     def state_json(self) -> dict[str, Any]: ...

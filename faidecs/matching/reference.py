@@ -12,13 +12,14 @@ worst case. DEQUEUE is linear in the queue lengths.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, TypeVar
 
 from faidecs.grammar.model import Conjunction, Disposal, Matching
 from faidecs.matching.evaluate import PredicateFn, compile_predicate
 from faidecs.matching.events import Event
 
 Queues = dict[str, list[Event]]
+T = TypeVar("T")  # a queue, or a list kept beside it (arrival numbers, ticks)
 
 
 class ReferenceMatcher:
@@ -100,7 +101,7 @@ class ReferenceMatcher:
 # --- DEQUEUE -------------------------------------------------------------------------------
 
 
-def dispose(queue: list[Event], matched: Sequence[int], disposal: Disposal) -> list[Event]:
+def dispose(queue: list[T], matched: Sequence[int], disposal: Disposal) -> list[T]:
     """The queue of one type after a match that used the positions ``matched`` of it."""
     first, last = min(matched), max(matched)
     if disposal is Disposal.I:
