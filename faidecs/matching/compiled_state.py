@@ -38,7 +38,7 @@ INITIAL_CAPACITY = 16
 
 
 @dataclass(frozen=True)
-class Overflow:
+class OverflowAt:
     """A bounded queue overflowed under ``overflow = "error"`` at batch position ``position``."""
 
     position: int
@@ -194,7 +194,7 @@ class CompiledConjunctionState:
         inputs: Sequence[np.ndarray],
         out: np.ndarray,
         event_id: Callable[[int], str],
-    ) -> tuple[int, Overflow | None]:
+    ) -> tuple[int, OverflowAt | None]:
         """Run the kernel over the events ``b`` of ``ev_type`` (arrival ``arrival0 + b``), growing
         queues as needed. Returns how many relations it wrote to ``out``, and the overflow that
         stopped it, if one did (``overflow = "error"``)."""
@@ -212,7 +212,7 @@ class CompiledConjunctionState:
                 self._grow(t)
                 continue
             error = QueueOverflowError(*self.owner, self.types[t], int(self.bounds.max_queue or 0), event_id(b))
-            return int(meta[self._out_at]), Overflow(b, error)
+            return int(meta[self._out_at]), OverflowAt(b, error)
 
     def _new_memo(self) -> np.ndarray:
         """The search's failure memo: one stamp per slot and queue row (see kernel_source)."""
@@ -254,7 +254,7 @@ class CompiledConjunctionState:
         arrival0: int,
         tables: Sequence[np.ndarray],
         event_id: Callable[[int], str],
-    ) -> tuple[np.ndarray, Overflow | None]:
+    ) -> tuple[np.ndarray, OverflowAt | None]:
         """Process a batch: ``ev_type`` holds the local type of every event (-1: none of this
         conjunction's), ``ev_row`` its row in that type's table. Returns the relations as rows
         ``[batch position, arrival of each slot...]``, and the overflow that stopped the batch

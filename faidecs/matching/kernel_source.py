@@ -1,8 +1,10 @@
 """Generate the source of one conjunction's compiled kernel.
 
 The kernel is specialised on the conjunction's structure: its signature becomes nested loops in
-signature order, each predicate becomes a small function over the attribute columns it reads,
-checked at the first loop where all its instances are bound, and numeric constants are inlined.
+signature order, each predicate is checked at the first loop where all its instances are bound
+(inline, or as a small function when it computes), and numeric constants are inlined. The loop
+over a batch (expiry, ENQUEUE, the search, DEQUEUE) is the same for every conjunction and indexes
+the queues at run time, so its code does not grow with the number of types.
 The matching and disposal options and the bounds are runtime values in ``meta``, so one kernel
 serves all 16 option combinations of a conjunction. String constants are interned per engine and
 arrive in the ``sc`` array, so the source (and the on-disk cache entry) does not depend on the
@@ -335,7 +337,7 @@ class _Generator:
             f"SLOTS = np.array({slots}, dtype=np.int64)\n\n\n"
         )
         head = f"@njit(cache=True)\ndef kernel(meta, sc, {qargs}, ev_type, ev_row, seq0, b0, {iargs}, out, memo):\n"
-        return consts + head + "\n".join("    " + line for line in _driver_body(m)) + "\n"
+        return consts + head + "\n".join("    " + line for line in _batch_loop(m)) + "\n"
 
     def build(self) -> KernelSource:
         functions = self._functions()
@@ -352,7 +354,7 @@ class _Generator:
         return KernelSource(source, key, self.types, self.widths, tuple(self.strings), self.memo)
 
 
-def _driver_body(m: int) -> list[str]:
+def _batch_loop(m: int) -> list[str]:
     """The kernel's loop over a batch: expiry, ENQUEUE, the search, DEQUEUE."""
     field = {name: 2 * m + i for i, name in enumerate(FIELDS)}
     qargs = ", ".join(f"q{t}" for t in range(m))
