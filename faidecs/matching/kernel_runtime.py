@@ -35,7 +35,9 @@ def make_room(q, meta, t, max_queue, policy, drops_at):  # type: ignore[no-untyp
         meta[drops_at] += 1
         meta[2 * t] = s
     if e == q.shape[0]:
-        if s == 0:
+        # Compact only when at most half the rows are live: compacting a nearly full array would
+        # copy every live row again after a few arrivals (a sliding window of constant size).
+        if 2 * (e - s) > q.shape[0]:
             return STATUS_GROW
         width = q.shape[1]
         for x in range(e - s):

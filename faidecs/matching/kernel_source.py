@@ -29,7 +29,7 @@ from typing import Callable, Mapping
 from faidecs.grammar.model import ArithOp, AttrOf, Conjunction, Const, EventType, Kind, Negate, Predicate, Value
 from faidecs.matching.kernel_layout import FIELDS
 
-KERNEL_VERSION = "7"  # bump when the generated code changes meaning; part of every cache key
+KERNEL_VERSION = "8"  # bump when the generated code changes meaning; part of every cache key
 
 _PY_OP = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=": "==", "!=": "!="}
 # cmp_int_float(i, f) gives -1/0/1, or 2 for NaN: which results make each operator hold.
