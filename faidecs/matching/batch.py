@@ -161,17 +161,13 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
         ids.append(_ids(columns, name, int(counts[i])))
     first = engine._published
 
+    rows_of_batch = BatchRows(first, codes, ev_row, codecs, encoded, ids)
+
     def batch_ids(positions: np.ndarray) -> np.ndarray:
         out = np.empty(len(positions), dtype=object)
-        for k, b in enumerate(positions.tolist()):
-            table_ids = ids[codes[b]]
-            out[k] = table_ids[ev_row[b]] if table_ids is not None else str(first + b + 1)
+        out[:] = [rows_of_batch.event_id(b) for b in positions.tolist()]
         return out
 
-    def event_id(b: int) -> str:
-        return rows_of_batch.event_id(b)
-
-    rows_of_batch = BatchRows(first, codes, ev_row, codecs, encoded, ids)
     events: dict[int, Event] = {}
 
     def event_at(b: int) -> Event:
@@ -198,7 +194,7 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
                     np.ascontiguousarray(encoded[names.index(t)]) if t in names else np.zeros((0, w), np.int64)
                     for t, w in zip(conj.types, (c.width for c in conj.codecs))
                 ]
-                found, overflow = conj.run_batch(local_types, ev_row, first, local_tables, event_id)
+                found, overflow = conj.run_batch(local_types, ev_row, first, local_tables, rows_of_batch.event_id)
                 if overflow is not None:
                     overflows.append((overflow.position, len(overflows), overflow.error))
                 groups.append(BatchGroup(sub.name, index, signature, found[:, 0].copy(), found[:, 1:].copy()))
