@@ -67,6 +67,10 @@ class RunLog:
     published: list[Published] = field(default_factory=list)
     delivered: list[Delivered] = field(default_factory=list)
     final: dict[str, list[dict[str, list[str]]]] = field(default_factory=dict)  # process -> queues
+    #: processes that joined while the run went on: process -> (time, peer). From ``time`` on the
+    #: process delivers what ``peer`` (same subscription) delivers; with no peer it started with
+    #: empty queues and receives every event published after ``time``.
+    joined: dict[str, tuple[int, str | None]] = field(default_factory=dict)
 
     # --- derived ---------------------------------------------------------------------------
 
@@ -89,7 +93,11 @@ class RunLog:
     def records(self) -> Iterator[dict[str, Any]]:
         yield {"record": "header", "format": FORMAT, "types": self.types_source}
         for name, source in self.processes.items():
-            yield {"record": "process", "process": name, "subscription": source}
+            record: dict[str, Any] = {"record": "process", "process": name, "subscription": source}
+            if name in self.joined:
+                time, peer = self.joined[name]
+                record["joined"] = {"time": time, "peer": peer}
+            yield record
         merged: list[tuple[int, dict[str, Any]]] = [
             (p.time, {"record": "publish", "time": p.time, "event": p.event}) for p in self.published
         ]
@@ -145,6 +153,13 @@ class RunLog:
                 if pname in log.processes:
                     raise RunLogError(f"{where}: process {pname!r} declared twice")
                 log.processes[pname] = _field(record, "subscription", str, where)
+                if "joined" in record:
+                    joined = _field(record, "joined", dict, where)
+                    time = joined.get("time")
+                    peer = joined.get("peer")
+                    if not isinstance(time, int) or isinstance(time, bool) or not (peer is None or isinstance(peer, str)):
+                        raise RunLogError(f"{where}: 'joined' is {{\"time\": int, \"peer\": process or null}}")
+                    log.joined[pname] = (time, peer)
             elif kind in ("publish", "deliver"):
                 time = _field(record, "time", int, where)
                 if last_time is not None and time <= last_time:
@@ -204,6 +219,15 @@ class RunRecorder:
     def deliver(self, process: str, conjunction: int, relation: Iterable[str]) -> None:
         self._time += 1
         self.log.delivered.append(Delivered(self._time, process, conjunction, tuple(relation)))
+
+    @property
+    def clock(self) -> int:
+        """The time of the last record."""
+        return self._time
+
+    def joined(self, process: str, peer: str | None) -> None:
+        """``process`` joins now: from ``peer``'s state, or fresh."""
+        self.log.joined[process] = (self._time, peer)
 
     def finish(self, final: Mapping[str, list[dict[str, list[str]]]]) -> RunLog:
         self.log.final = dict(final)

@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
-from faidecs.properties.view import RunView, Violation, slot_positions
+from faidecs.properties.view import RunView, Stream, Violation, slot_positions
+
+
+def _owed(x: Stream, y: Stream, view: RunView) -> dict[tuple[str, ...], int] | None:
+    """The relations of ``x`` that ``y`` must deliver too; None when the pair is not comparable.
+
+    Processes present from the start owe each other everything. A process that joined from a
+    peer's state delivers what the peer delivers after the join, so everything it delivers is owed
+    by every process present from the start, and the peer's later deliveries are owed by it. A
+    process that joined with empty queues, or two joiners, are not comparable.
+    """
+    jx, jy = view.log.joined.get(x.process), view.log.joined.get(y.process)
+    rel = {ids: t for t, ids in x.deliveries}
+    if jx is None and jy is None:
+        return rel
+    if (jx is not None and jy is not None) or (jx or jy or (0, None))[1] is None:
+        return None
+    if jx is not None:
+        return rel
+    assert jy is not None
+    return {ids: t for ids, t in rel.items() if t > jy[0]} if jy[1] == x.process else {}
 
 
 def conjunction_agreement(view: RunView) -> list[Violation]:
@@ -10,9 +30,11 @@ def conjunction_agreement(view: RunView) -> list[Violation]:
     for a, b in view.stream_pairs():
         if a.options != b.options or a.conjunction.text != b.conjunction.text:
             continue
-        rel_a = {ids: t for t, ids in a.deliveries}
-        rel_b = {ids: t for t, ids in b.deliveries}
-        for (x, rx), (y, ry) in (((a, rel_a), (b, rel_b)), ((b, rel_b), (a, rel_a))):
+        for x, y in ((a, b), (b, a)):
+            rx = _owed(x, y, view)
+            if rx is None:
+                continue
+            ry = {ids for _, ids in y.deliveries}
             missing = [ids for ids in rx if ids not in ry]
             if missing:
                 return [
@@ -35,6 +57,8 @@ def covering_agreement(view: RunView) -> list[Violation]:
         for narrow in view.streams.values():
             if narrow is wide or narrow.options != wide.options:
                 continue
+            if wide.process in view.log.joined or narrow.process in view.log.joined:
+                continue  # a joiner's queues did not see the run's beginning
             types = frozenset(narrow.conjunction.types)
             if types == frozenset(wide.conjunction.types) or not types < frozenset(wide.conjunction.types):
                 continue

@@ -83,6 +83,7 @@ def conjunction_validity(view: RunView) -> list[Violation]:
     for stream in view.streams.values():
         conj = stream.conjunction
         last = stream.deliveries[-1][0] if stream.deliveries else 0
+        last = max(last, view.joined_at(stream.process))  # a joiner answers for what came after it
         later = [view.events[p.id] for p in view.log.published if p.time > last]
         candidates = [[e for e in later if e.type == s.type_name and _unary_ok(conj, s, e)] for s in conj.signature]
         found = find_assignment(conj, candidates, order, _newest_first(stream))
@@ -105,8 +106,8 @@ def event_validity(view: RunView) -> list[Violation]:
     for stream in view.streams.values():
         conj = stream.conjunction
         free = binary_free_slots(conj)
-        if not free:
-            continue
+        if not free or stream.process in view.log.joined:
+            continue  # a joiner never saw the events before it joined
         delivered = stream.first_times()
         final = view.log.final.get(stream.process)
         queued: set[str] | None = None

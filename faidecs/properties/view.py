@@ -80,6 +80,11 @@ class RunView:
                 raise RunLogError(f"delivery at time {d.time}: process {d.process} has no conjunction {d.conjunction}")
             stream.deliveries.append((d.time, d.relation))
 
+    def joined_at(self, process: str) -> int:
+        """When ``process`` joined (0 for processes present from the start)."""
+        joined = self.log.joined.get(process)
+        return joined[0] if joined is not None else 0
+
     def stream_pairs(self) -> Iterator[tuple[Stream, Stream]]:
         yield from combinations(self.streams.values(), 2)
 

@@ -1,0 +1,102 @@
+"""Propagated unary predicates: which events a consumer of a merger may need.
+
+A filter maps each event type to a set of alternatives; an alternative is the unary predicates of
+one slot of a conjunction (all must hold). An event passes if some alternative of its type holds.
+The empty alternative accepts every event of its type. A merger's upstream filter is the union of
+its consumers' filters restricted to its parent's types, so an event that cannot match anywhere
+below a merger never reaches it. Coverage is decided on the predicates' syntax: sound (a covered
+filter really is implied) but not complete, which costs at most one extra round of filter marks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Mapping
+
+from faidecs.grammar.model import Conjunction, Predicate, Slot
+from faidecs.matching.evaluate import PredicateFn, compile_predicate
+from faidecs.matching.events import Event
+
+Alternative = tuple[tuple[Predicate, Slot], ...]
+ACCEPT_ALL: frozenset[Alternative] = frozenset({()})
+
+
+@lru_cache(maxsize=4096)
+def _compiled(pred: Predicate, slot: Slot) -> PredicateFn:
+    return compile_predicate(pred, {slot: 0})
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """Per type, the alternatives an event must satisfy one of. Types not listed: nothing passes."""
+
+    alternatives: Mapping[str, frozenset[Alternative]]
+
+    @staticmethod
+    def nothing() -> "Filter":
+        return Filter({})
+
+    @staticmethod
+    def of(conj: Conjunction) -> "Filter":
+        """What a subscriber to ``conj`` needs: per slot, the slot's unary predicates."""
+        out: dict[str, set[Alternative]] = {}
+        for slot in conj.signature:
+            alt = tuple(sorted(((p, slot) for p in conj.unary(slot)), key=lambda ps: ps[0].text))
+            out.setdefault(slot.type_name, set()).add(alt)
+        return Filter({t: _normal(a) for t, a in out.items()})
+
+    def union(self, other: "Filter") -> "Filter":
+        types = set(self.alternatives) | set(other.alternatives)
+        return Filter(
+            {
+                t: _normal(self.alternatives.get(t, frozenset()) | other.alternatives.get(t, frozenset()))
+                for t in sorted(types)
+            }
+        )
+
+    def restrict(self, types: Iterable[str]) -> "Filter":
+        keep = set(types)
+        return Filter({t: a for t, a in self.alternatives.items() if t in keep})
+
+    def covers(self, other: "Filter") -> bool:
+        """Every event ``other`` passes, this filter passes."""
+        for t, alts in other.alternatives.items():
+            mine = self.alternatives.get(t)
+            if mine is None:
+                return False
+            if mine != ACCEPT_ALL and not alts <= mine:
+                return False
+        return True
+
+    def passes(self, event: Event) -> bool:
+        alts = self.alternatives.get(event.type)
+        if alts is None:
+            return False
+        binding = (event,)
+        return any(all(_compiled(p, s)(binding) for p, s in alt) for alt in alts)
+
+    def describe(self) -> str:
+        parts = []
+        for t, alts in sorted(self.alternatives.items()):
+            if alts == ACCEPT_ALL:
+                parts.append(t)
+            else:
+                texts = sorted(" and ".join(p.text for p, _ in alt) for alt in alts)
+                parts.append(f"{t} if " + " or ".join(f"({x})" for x in texts))
+        return "; ".join(parts) if parts else "nothing"
+
+
+def _normal(alts: Iterable[Alternative]) -> frozenset[Alternative]:
+    alts = frozenset(alts)
+    return ACCEPT_ALL if () in alts else alts
+
+
+def union_all(filters: Iterable[Filter]) -> Filter:
+    out = Filter.nothing()
+    for f in filters:
+        out = out.union(f)
+    return out
+
+
+__all__ = ["ACCEPT_ALL", "Filter", "union_all"]

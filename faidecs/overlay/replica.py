@@ -1,0 +1,522 @@
+"""One replica of one merger role: the protocol core, with no I/O inside.
+
+The replica is a state machine. :meth:`handle` takes one message and the current time and returns
+the messages to send; :meth:`tick` does the same for the passage of time (heartbeats, retries).
+The simulator and the real runtime drive it identically.
+
+Protocol (docs/overlay.md has the pictures):
+
+- Every replica receives the role's inputs itself: publications for a root merger ``[T]`` (each
+  publisher sends to every replica), or the committed streams of the left and right parents for a
+  conjunction merger (each replica reads one replica of each parent, and fails over to another).
+- The leader, named with its epoch by the coordination service, decides the merge order: it
+  appends each input, in the order it receives them, as a :class:`Decision` and sends only the
+  decision, stamped (role, epoch, position), to its peers. A decision is committed once a majority
+  of the replicas hold it. Only committed positions go downstream, so no consumer ever sees an
+  order that a later leader could change.
+- A new leader queries its peers; with a majority of answers it adopts the log of the answer with
+  the highest log epoch, then the longest (the rule of Viewstamped Replication), which contains
+  every committed decision, and sends it to its peers. Decisions of an older epoch are rejected.
+- Consumers register a filter (the unary predicates they need); the registration is itself a
+  decision (a *mark*), so every replica filters each consumer's stream from the same positions.
+  A conjunction merger widens what its parents send it first, and logs the consumer's mark only
+  after its parents' marks for it (*upmarks*) are in its own log.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Callable
+
+from faidecs.matching.events import Event
+from faidecs.overlay.filters import Filter, union_all
+from faidecs.overlay.keys import is_subscriber, merger_key
+from faidecs.overlay.messages import (
+    Ack,
+    Commit,
+    Connect,
+    Decide,
+    Decision,
+    Disconnect,
+    Down,
+    EntryKind,
+    EpochQuery,
+    EpochState,
+    Forward,
+    Holds,
+    LeaderChange,
+    Message,
+    NewLog,
+    Publish,
+    Register,
+    Send,
+    Up,
+)
+from faidecs.overlay.roles import Role, is_root, parents, role_name
+
+Placement = Callable[[Role], tuple[str, ...]]
+CommitHook = Callable[[Role, Decision, "Event | None"], None]
+ItemKey = tuple[str, int]
+
+
+class ProtocolError(RuntimeError):
+    """A replica reached a state the protocol rules out: a bug, never bad input."""
+
+
+@dataclass(slots=True)
+class _Link:
+    consumer: str
+    process: str
+    sent: int  # last position examined for this link
+
+
+class MergerReplica:
+    def __init__(
+        self,
+        role: Role,
+        me: str,
+        placement: Placement,
+        *,
+        heartbeat_every: int = 50,
+        retry_every: int = 200,
+        retain: int = 2000,
+        on_commit: CommitHook | None = None,
+    ):
+        self.role = role
+        self.me = me
+        self.placement = placement
+        self.replicas = placement(role)
+        if me not in self.replicas:
+            raise ValueError(f"{me} is not a replica of {role_name(role)}")
+        self.majority = len(self.replicas) // 2 + 1
+        self.key = merger_key(role)
+        self.heartbeat_every = heartbeat_every
+        self.retry_every = retry_every
+        self.retain = retain
+        self.on_commit = on_commit
+        # replication state
+        self.epoch = 0
+        self.leader: str | None = None
+        self.log_epoch = 0
+        self.status = "waiting"  # waiting (for a leader's log) | recovering (new leader) | normal
+        self.decisions: list[Decision] = []
+        self.commit = -1
+        self.committed_at: list[int] = []  # when each position became committed here
+        self.holds: dict[str, int] = {}
+        self.recovery: dict[str, EpochState] = {}
+        # inputs
+        self.items: dict[ItemKey, Event | Filter | None] = {}  # None: dropped after every ack
+        self.arrivals: list[ItemKey] = []
+        self.next_arrival = 0
+        self.decided: set[ItemKey] = set()
+        self.last_ts = 0
+        self.last_decided_at = 0
+        # consumers
+        self.links: dict[tuple[str, str], _Link] = {}
+        self.acks: dict[tuple[str, str], int] = {}
+        self.marks: dict[str, list[tuple[int, Filter, str]]] = {}
+        self.reported = -1
+        self.trimmed = -1
+        self.down: set[str] = set()
+        # upstream (conjunction mergers)
+        self.sides: dict[str, Role] = {}
+        self.reading: dict[str, str | None] = {}
+        self.received: dict[str, int] = {}
+        if not is_root(role):
+            left, right = parents(role)
+            self.sides = {"L": left, "R": right}
+            self.reading = {"L": None, "R": None}
+            self.received = {"L": -1, "R": -1}
+        self.acked = dict(self.received)
+        self.pending: dict[tuple[str, str], Filter] = {}
+        self.asked: dict[str, tuple[Filter, int]] = {}
+        # what went wrong, for reports and tests
+        self.stale_rejected = 0
+
+    # --- driving -------------------------------------------------------------------------------
+
+    def start(self, now: int) -> list[Send]:
+        out: list[Send] = []
+        for side in self.sides:
+            out += self._read_from(side, now)
+        return out
+
+    def handle(self, sender: str, msg: Message, now: int) -> list[Send]:
+        if isinstance(msg, Publish):
+            return self._item(msg.publisher, msg.seq, msg.event, now)
+        if isinstance(msg, Forward):
+            return self._upstream(msg, now)
+        if isinstance(msg, Decide):
+            return self._on_decide(sender, msg, now)
+        if isinstance(msg, Holds):
+            return self._on_holds(msg, now)
+        if isinstance(msg, Commit):
+            if msg.epoch == self.epoch and self.status == "normal":
+                return self._set_commit(min(msg.commit, len(self.decisions) - 1), now)
+            return []
+        if isinstance(msg, LeaderChange):
+            return self._on_leader_change(msg, now)
+        if isinstance(msg, EpochQuery):
+            return self._on_epoch_query(msg)
+        if isinstance(msg, EpochState):
+            return self._on_epoch_state(msg, now)
+        if isinstance(msg, NewLog):
+            return self._on_new_log(sender, msg, now)
+        if isinstance(msg, Register):
+            return self._on_register(msg, now)
+        if isinstance(msg, Connect):
+            self.links[(msg.consumer, msg.process)] = _Link(msg.consumer, msg.process, msg.after)
+            self.acks[(msg.consumer, msg.process)] = max(self.acks.get((msg.consumer, msg.process), -1), msg.after)
+            return self._forward(now)
+        if isinstance(msg, Disconnect):
+            self.links.pop((msg.consumer, msg.process), None)
+            return []
+        if isinstance(msg, Ack):
+            k = (msg.consumer, msg.process)
+            self.acks[k] = max(self.acks.get(k, -1), msg.position)
+            self._trim(now)
+            return []
+        if isinstance(msg, Down):
+            return self._on_down(msg.process, now)
+        if isinstance(msg, Up):
+            self.down.discard(msg.process)
+            return []
+        raise ProtocolError(f"{role_name(self.role)} at {self.me}: unexpected {type(msg).__name__}")
+
+    def tick(self, now: int) -> list[Send]:
+        out: list[Send] = []
+        for side, parent in self.sides.items():
+            if self.received[side] > self.acked[side]:
+                self.acked[side] = self.received[side]
+                out += [(p, Ack(parent, self.key, self.me, self.received[side])) for p in self.placement(parent)]
+        if self.is_leading():
+            serves_subscribers = any(is_subscriber(c) for c in self.marks)
+            if serves_subscribers and now - self.last_decided_at >= self.heartbeat_every:
+                out += self._decide("heartbeat", now)
+            out += self._drive_pending(now)
+        return out
+
+    def is_leading(self) -> bool:
+        return self.leader == self.me and self.status == "normal"
+
+    # --- inputs ----------------------------------------------------------------------------
+
+    def _upstream(self, msg: Forward, now: int) -> list[Send]:
+        side = "L" if msg.role == self.sides.get("L") else "R" if msg.role == self.sides.get("R") else None
+        if side is None:
+            raise ProtocolError(f"{role_name(self.role)} at {self.me}: stream of {role_name(msg.role)} is no input")
+        if msg.position <= self.received[side]:
+            return []  # a copy from the replica we read before failing over
+        self.received[side] = msg.position
+        out: list[Send] = []
+        if msg.kind == "event" and msg.event is not None:
+            out += self._item(side, msg.position, msg.event, now)
+        elif msg.kind == "mark" and msg.consumer == self.key and msg.filter is not None:
+            out += self._item(side, msg.position, msg.filter, now)
+        return out
+
+    def _item(self, source: str, key: int, payload: Event | Filter, now: int) -> list[Send]:
+        k = (source, key)
+        if k in self.items:
+            return []
+        self.items[k] = payload
+        self.arrivals.append(k)
+        out = self._decide_arrivals(now) if self.is_leading() else []
+        return out + self._forward(now)
+
+    def _read_from(self, side: str, now: int) -> list[Send]:
+        """(Re)connect to a live replica of the parent on ``side``, from what we have."""
+        parent = self.sides[side]
+        live = [p for p in self.placement(parent) if p not in self.down]
+        if not live:
+            return []
+        target = live[0] if self.reading[side] not in live else self.reading[side]
+        assert target is not None
+        self.reading[side] = target
+        return [(target, Connect(parent, self.key, self.me, self.received[side]))]
+
+    # --- deciding (leader) ----------------------------------------------------------------------
+
+    def _decide(
+        self,
+        kind: EntryKind,
+        now: int,
+        *,
+        source: str = "",
+        key: int = -1,
+        consumer: str = "",
+        request: str = "",
+        filter: Filter | None = None,
+    ) -> list[Send]:
+        ts = max(now, self.last_ts)
+        d = Decision(len(self.decisions), self.epoch, ts, kind, source, key, consumer, request, filter)
+        self._append(d)
+        self.last_decided_at = now
+        self.holds[self.me] = len(self.decisions)
+        out: list[Send] = [(p, Decide(self.role, self.epoch, d, self.commit)) for p in self.replicas if p != self.me]
+        return out + self._advance_commit(now)
+
+    def _decide_arrivals(self, now: int) -> list[Send]:
+        out: list[Send] = []
+        upmarked = False
+        while self.next_arrival < len(self.arrivals):
+            k = self.arrivals[self.next_arrival]
+            self.next_arrival += 1
+            if k in self.decided:
+                continue
+            payload = self.items[k]
+            if isinstance(payload, Filter):
+                out += self._decide("upmark", now, source=k[0], key=k[1], filter=payload)
+                upmarked = True
+            else:
+                out += self._decide("event", now, source=k[0], key=k[1])
+        if upmarked:
+            out += self._drive_pending(now)
+        return out
+
+    def _append(self, d: Decision) -> None:
+        if d.position != len(self.decisions):
+            raise ProtocolError(f"{role_name(self.role)} at {self.me}: decision {d.position} after {len(self.decisions)}")
+        self.decisions.append(d)
+        self.last_ts = max(self.last_ts, d.ts)
+        if d.kind in ("event", "upmark"):
+            self.decided.add((d.source, d.key))
+        if d.kind == "mark" and d.filter is not None:
+            self.marks.setdefault(d.consumer, []).append((d.position, d.filter, d.request))
+
+    def _rebuild(self, decisions: list[Decision]) -> None:
+        self.decisions, self.decided, self.marks = [], set(), {}
+        self.last_ts = 0
+        for d in decisions:
+            self._append(d)
+        self.next_arrival = 0
+
+    # --- registration and filters -------------------------------------------------------------
+
+    def _on_register(self, msg: Register, now: int) -> list[Send]:
+        if not self.is_leading():
+            return []  # every replica gets it; the leader acts, the consumer retries on a leader change
+        marks = self.marks.get(msg.consumer, [])
+        if is_subscriber(msg.consumer):
+            if any(r == msg.request for _, _, r in marks):
+                return []
+        elif marks and marks[-1][1].covers(msg.filter):
+            return []
+        if is_root(self.role):
+            return self._decide("mark", now, consumer=msg.consumer, request=msg.request, filter=msg.filter)
+        self.pending[(msg.consumer, msg.request)] = msg.filter
+        return self._drive_pending(now)
+
+    def _upfilter(self, side: str) -> Filter:
+        for d in reversed(self.decisions):
+            if d.kind == "upmark" and d.source == side and d.filter is not None:
+                return d.filter
+        return Filter.nothing()
+
+    def _drive_pending(self, now: int) -> list[Send]:
+        if not self.pending or not self.is_leading():
+            return []
+        out: list[Send] = []
+        current = [m[-1][1] for m in self.marks.values() if m]
+        need = union_all(current + list(self.pending.values()))
+        have = {side: self._upfilter(side) for side in self.sides}
+        for side, parent in self.sides.items():
+            want = need.restrict(parent)
+            if have[side].covers(want):
+                continue
+            asked = self.asked.get(side)
+            if asked is None or not asked[0].covers(want) or now - asked[1] >= self.retry_every:
+                self.asked[side] = (want, now)
+                out += [(p, Register(parent, self.key, self.key, want)) for p in self.placement(parent)]
+        for (consumer, request), f in list(self.pending.items()):
+            if all(have[s].covers(f.restrict(parent)) for s, parent in self.sides.items()):
+                del self.pending[(consumer, request)]
+                out += self._decide("mark", now, consumer=consumer, request=request, filter=f)
+        return out
+
+    def filter_at(self, consumer: str, position: int) -> Filter | None:
+        """The filter of ``consumer`` at ``position``; None before its first mark."""
+        marks = self.marks.get(consumer)
+        if not marks:
+            return None
+        k = bisect_right([m[0] for m in marks], position)
+        return marks[k - 1][1] if k else None
+
+    # --- replication ----------------------------------------------------------------------------
+
+    def _on_decide(self, sender: str, msg: Decide, now: int) -> list[Send]:
+        if msg.epoch < self.epoch:
+            self.stale_rejected += 1
+            return []
+        if msg.epoch > self.epoch or self.status != "normal" or sender != self.leader:
+            return []  # cannot happen on FIFO links: a new leader's log precedes its decisions
+        d = msg.decision
+        if d.position < len(self.decisions):
+            return []
+        self._append(d)
+        out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, len(self.decisions)))]
+        return out + self._set_commit(min(msg.commit, len(self.decisions) - 1), now)
+
+    def _on_holds(self, msg: Holds, now: int) -> list[Send]:
+        if msg.epoch != self.epoch or not self.is_leading():
+            return []
+        self.holds[msg.replica] = max(self.holds.get(msg.replica, 0), msg.length)
+        return self._advance_commit(now)
+
+    def _advance_commit(self, now: int) -> list[Send]:
+        lengths = sorted((self.holds.get(r, 0) for r in self.replicas), reverse=True)
+        new = lengths[self.majority - 1] - 1
+        if new <= self.commit:
+            return []
+        out: list[Send] = [(p, Commit(self.role, self.epoch, new)) for p in self.replicas if p != self.me]
+        return out + self._set_commit(new, now)
+
+    def _set_commit(self, commit: int, now: int) -> list[Send]:
+        if commit <= self.commit:
+            return []
+        self.commit = commit
+        while len(self.committed_at) <= commit:
+            self.committed_at.append(now)
+        return self._forward(now)
+
+    def _on_leader_change(self, msg: LeaderChange, now: int) -> list[Send]:
+        if msg.role != self.role or msg.epoch <= self.epoch:
+            return []
+        self.epoch, self.leader, self.holds = msg.epoch, msg.leader, {}
+        self.pending.clear()
+        self.asked.clear()
+        if msg.leader != self.me:
+            self.status = "waiting"
+            return []
+        self.status = "recovering"
+        self.recovery = {self.me: self._state()}
+        out: list[Send] = [(p, EpochQuery(self.role, self.epoch, self.me)) for p in self.replicas if p != self.me]
+        return out + self._maybe_recover(now)
+
+    def _state(self) -> EpochState:
+        return EpochState(self.role, self.epoch, self.me, self.log_epoch, tuple(self.decisions), self.commit)
+
+    def _on_epoch_query(self, msg: EpochQuery) -> list[Send]:
+        if msg.epoch < self.epoch:
+            self.stale_rejected += 1
+            return []
+        if msg.epoch > self.epoch:
+            self.epoch, self.leader, self.holds = msg.epoch, msg.leader, {}
+        self.status = "waiting" if msg.leader != self.me else self.status
+        return [(msg.leader, self._state())]
+
+    def _on_epoch_state(self, msg: EpochState, now: int) -> list[Send]:
+        if msg.epoch != self.epoch or self.status != "recovering":
+            return []
+        self.recovery[msg.replica] = msg
+        return self._maybe_recover(now)
+
+    def _maybe_recover(self, now: int) -> list[Send]:
+        if len(self.recovery) < self.majority:
+            return []
+        best = max(self.recovery.values(), key=lambda s: (s.log_epoch, len(s.decisions)))
+        commit = max(s.commit for s in self.recovery.values())
+        self.recovery = {}
+        self._rebuild(list(best.decisions))
+        self.log_epoch = self.epoch
+        self.status = "normal"
+        self.holds = {self.me: len(self.decisions)}
+        log = tuple(self.decisions)
+        out: list[Send] = [(p, NewLog(self.role, self.epoch, log, commit)) for p in self.replicas if p != self.me]
+        out += self._set_commit(min(commit, len(self.decisions) - 1), now)
+        out += self._advance_commit(now)
+        out += self._decide_arrivals(now)
+        return out
+
+    def _on_new_log(self, sender: str, msg: NewLog, now: int) -> list[Send]:
+        if msg.epoch < self.epoch:
+            self.stale_rejected += 1
+            return []
+        committed = self.decisions[: self.commit + 1]
+        if list(msg.decisions[: len(committed)]) != committed:
+            raise ProtocolError(f"{role_name(self.role)} at {self.me}: epoch {msg.epoch} rewrites committed decisions")
+        self.epoch, self.leader, self.log_epoch, self.status = msg.epoch, sender, msg.epoch, "normal"
+        self._rebuild(list(msg.decisions))
+        out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, len(self.decisions)))]
+        return out + self._set_commit(min(msg.commit, len(self.decisions) - 1), now) + self._forward(now)
+
+    def _on_down(self, process: str, now: int) -> list[Send]:
+        self.down.add(process)
+        for k in [k for k in self.links if k[1] == process]:
+            del self.links[k]
+        for k in [k for k in self.acks if k[1] == process]:
+            del self.acks[k]
+        out: list[Send] = []
+        for side, reading in self.reading.items():
+            if reading == process:
+                self.reading[side] = None
+                out += self._read_from(side, now)
+        return out
+
+    # --- downstream -----------------------------------------------------------------------------
+
+    def _forward(self, now: int) -> list[Send]:
+        out: list[Send] = []
+        for link in self.links.values():
+            out += self._forward_link(link)
+        if self.on_commit is not None:
+            while self.reported < self.commit:
+                d = self.decisions[self.reported + 1]
+                payload = self.items.get((d.source, d.key)) if d.kind == "event" else None
+                if d.kind == "event" and payload is None:
+                    break
+                self.reported += 1
+                self.on_commit(self.role, d, payload if isinstance(payload, Event) else None)
+        self._trim(now)
+        return out
+
+    def _forward_link(self, link: _Link) -> list[Send]:
+        out: list[Send] = []
+        while link.sent < self.commit:
+            pos = link.sent + 1
+            d = self.decisions[pos]
+            if d.kind == "event":
+                k = (d.source, d.key)
+                if k not in self.items:
+                    break  # decided before this replica received it: wait for the input
+                f = self.filter_at(link.consumer, pos)
+                if f is not None:
+                    payload = self.items[k]
+                    if payload is None:
+                        raise ProtocolError(f"{role_name(self.role)} at {self.me}: position {pos} dropped too early")
+                    assert isinstance(payload, Event)
+                    if f.passes(payload):
+                        out.append((link.process, Forward(self.role, pos, d.ts, "event", payload, link.consumer)))
+            elif d.kind == "mark" and d.consumer == link.consumer:
+                out.append(
+                    (link.process, Forward(self.role, pos, d.ts, "mark", None, d.consumer, d.request, d.filter))
+                )
+            elif d.kind == "heartbeat" and is_subscriber(link.consumer):
+                if self.filter_at(link.consumer, pos) is not None:
+                    out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))
+            link.sent = pos
+        return out
+
+    def _trim(self, now: int) -> None:
+        """Drop inputs every consumer has acknowledged, once committed for ``retain`` time."""
+        if not self.acks:
+            return
+        upto = min(min(self.acks.values()), self.reported if self.on_commit else self.commit)
+        while self.trimmed < upto and now - self.committed_at[self.trimmed + 1] >= self.retain:
+            self.trimmed += 1
+            d = self.decisions[self.trimmed]
+            if d.kind == "event" and (d.source, d.key) in self.items:
+                self.items[(d.source, d.key)] = None
+
+    # --- introspection ---------------------------------------------------------------------------
+
+    def buffered(self) -> int:
+        """Inputs held in memory (not yet dropped)."""
+        return sum(1 for v in self.items.values() if v is not None)
+
+    def committed(self) -> list[Decision]:
+        return self.decisions[: self.commit + 1]
+
+
+__all__ = ["MergerReplica", "Placement", "ProtocolError"]

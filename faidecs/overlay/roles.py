@@ -1,0 +1,58 @@
+"""Merger roles: the root merger of one event type and the conjunction merger of a type sequence.
+
+A role is named by its deduplicated type sequence in canonical order (types sorted by name, as the
+normaliser sorts signatures): ``("A",)`` is the root merger ``[A]``, ``("A", "B", "C")`` the
+conjunction merger ``⊔[A,B,C]``. The merger of ``⊔[T1..Tk]`` merges the stream of ``⊔[T1..Tk-1]``
+(its left parent) with the stream of ``[Tk]`` (its right parent), so every role's stream restricted
+to a prefix of its types is that prefix's stream: this is what makes right-extended subscriptions
+agree.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from faidecs.grammar.model import Conjunction
+
+Role = tuple[str, ...]
+
+
+def role_of(types: Iterable[str]) -> Role:
+    """``⊔[T1..Tk]``: the distinct types in canonical order. ``⊔[T1,T1,T2] = [T1,T2]``."""
+    role = tuple(sorted(set(types)))
+    if not role:
+        raise ValueError("a role needs at least one type")
+    return role
+
+
+def conjunction_role(conj: Conjunction) -> Role:
+    """The merger a subscriber to ``conj`` registers at: ``PROCESS(⊔𝕋(Φ))``."""
+    return role_of(conj.types)
+
+
+def is_root(role: Role) -> bool:
+    return len(role) == 1
+
+
+def parents(role: Role) -> tuple[Role, Role]:
+    """(left, right) parents of a conjunction merger: ``⊔[T1..Tk-1]`` and ``[Tk]``."""
+    if is_root(role):
+        raise ValueError(f"{role_name(role)} is a root merger: publishers feed it")
+    return role[:-1], role[-1:]
+
+
+def ancestry(role: Role) -> list[Role]:
+    """Every merger ``role`` depends on, itself included, roots first."""
+    out: list[Role] = []
+    for k in range(1, len(role) + 1):
+        out.append(role[:k])
+        if k > 1:
+            out.append(role[k - 1 : k])
+    return sorted(set(out), key=lambda r: (len(r), r))
+
+
+def role_name(role: Role) -> str:
+    return f"[{role[0]}]" if is_root(role) else "⊔[" + ",".join(role) + "]"
+
+
+__all__ = ["Role", "ancestry", "conjunction_role", "is_root", "parents", "role_name", "role_of"]

@@ -1,0 +1,410 @@
+"""The deterministic simulator: a whole overlay deployment in one process, in virtual time.
+
+Servers host merger replicas (placed by :func:`~faidecs.overlay.placement.place`), subscriber
+processes run :class:`~faidecs.overlay.subscriber.SubscriberClient`, publishers send to the root
+mergers. Links are FIFO with seeded random delays; a partition holds the messages across it until
+it heals; a crashed process loses what is sent to it; a paused one finds it waiting when it
+resumes. The coordination service is :class:`SimulatedCoordination`. Everything random comes from
+one ``random.Random(seed)``, so a run is reproduced exactly from its scenario, configuration and
+seed. Every run records the run log of the property checker.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from faidecs.grammar import compile_program
+from faidecs.grammar.model import EventType, Subscription
+from faidecs.matching.events import Event, EventValidator
+from faidecs.overlay.coordination import SimulatedCoordination
+from faidecs.overlay.messages import Decision, Down, Forward, Message, Publish, Send, Up
+from faidecs.overlay.placement import place
+from faidecs.overlay.replica import MergerReplica, ProtocolError
+from faidecs.overlay.roles import Role, ancestry, conjunction_role, is_root, role_name, role_of
+from faidecs.overlay.scenario import Fault, Joiner, Scenario, SimConfig
+from faidecs.overlay.subscriber import SubscriberClient
+from faidecs.runlog import RunLog, RunRecorder
+
+COORDINATOR = "coordinator"
+
+
+class SimulationError(RuntimeError):
+    """A simulated run that could not go on; the message names the seed that reproduces it."""
+
+
+@dataclass(slots=True)
+class StreamGap:
+    """A subscriber stream that did not receive exactly its merger's committed stream."""
+
+    process: str
+    role: Role
+    expected: int
+    got: int
+    detail: str
+
+    def describe(self) -> str:
+        return f"{self.process}, stream {role_name(self.role)}: {self.detail} (expected {self.expected}, got {self.got})"
+
+
+@dataclass(slots=True)
+class SimResult:
+    seed: int
+    log: RunLog
+    gate: int  # when every initial subscriber had started and publications began
+    end: int
+    servers: list[str]
+    roles: list[Role]
+    placement: dict[Role, tuple[str, ...]]
+    leadership: dict[Role, tuple[str, int]]
+    replicas: dict[str, dict[Role, MergerReplica]]
+    clients: dict[str, SubscriberClient]
+    gaps: list[StreamGap]
+    messages: Counter[str] = field(default_factory=Counter)
+    faults: list[Fault] = field(default_factory=list)
+    root_events: dict[tuple[Role, int], Event] = field(default_factory=dict)
+
+    def stale_rejected(self) -> int:
+        return sum(r.stale_rejected for reps in self.replicas.values() for r in reps.values())
+
+    def log_of(self, role: Role) -> list[Decision]:
+        """The committed stream of ``role``: the longest committed log among its replicas."""
+        logs = [self.replicas[p][role].committed() for p in self.placement[role]]
+        return max(logs, key=len)
+
+
+class Simulation:
+    def __init__(self, scenario: Scenario, config: SimConfig):
+        self.scenario = scenario
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.types: dict[str, EventType] = dict(compile_program(scenario.types_source, "<types>").types)
+        self.validator = EventValidator(self.types)
+        self.subscriptions: dict[str, Subscription] = {}
+        for name, source in [*scenario.subscribers.items(), *((j.process, j.subscription) for j in scenario.joiners)]:
+            program = compile_program(source, f"<subscription of {name}>", known_types=self.types)
+            if len(program.subscriptions) != 1:
+                raise ValueError(f"process {name}: give exactly one subscription")
+            self.subscriptions[name] = program.subscriptions[0]
+        self.servers = [f"m{k}" for k in range(1, scenario.servers + 1)]
+        roles: set[Role] = {role_of([t]) for t in self.types}
+        for sub in self.subscriptions.values():
+            for conj in sub.conjunctions:
+                roles.update(ancestry(conjunction_role(conj)))
+        self.roles = sorted(roles, key=lambda r: (len(r), r))
+        replicas = config.replicas
+
+        @lru_cache(maxsize=None)
+        def placement(role: Role) -> tuple[str, ...]:
+            return place(role, self.servers, replicas)
+
+        self.placement = placement
+        self.recorder = RunRecorder(
+            scenario.types_source,
+            {name: self.subscriptions[name].source or self.subscriptions[name].to_source() for name in self.subscriptions},
+        )
+        self.recorded: set[str] = set()
+        self.root_events: dict[tuple[Role, int], Event] = {}
+        self.replicas: dict[str, dict[Role, MergerReplica]] = {s: {} for s in self.servers}
+        for role in self.roles:
+            for server in placement(role):
+                self.replicas[server][role] = MergerReplica(
+                    role,
+                    server,
+                    placement,
+                    heartbeat_every=config.heartbeat_every,
+                    retry_every=config.retry_every,
+                    retain=config.retain,
+                    on_commit=self._committed if is_root(role) else None,
+                )
+        self.by_key = {server: {r.key: r for r in reps.values()} for server, reps in self.replicas.items()}
+        self.clients: dict[str, SubscriberClient] = {}
+        self.publishers = sorted({p for _, p, _ in scenario.publications})
+        processes = [*self.servers, *self.subscriptions, *self.publishers]
+        self.coordination = SimulatedCoordination(self.roles, placement, processes)
+        self.state: dict[str, str] = {p: "up" for p in processes}
+        self.inbox: dict[str, list[tuple[str, Message]]] = {p: [] for p in processes}
+        self.incarnation: Counter[str] = Counter()
+        self.partitions: list[tuple[frozenset[str], int, int]] = []
+        self.last_arrival: dict[tuple[str, str], int] = {}
+        self.queue: list[tuple[int, int, str, Any]] = []
+        self.seq = 0
+        self.now = 0
+        self.messages: Counter[str] = Counter()
+        self.next_seq: Counter[str] = Counter()
+
+    # --- observer of the clients -----------------------------------------------------------------
+
+    def deliver(self, process: str, conjunction: int, relation: tuple[str, ...]) -> None:
+        self.recorder.deliver(process, conjunction, relation)
+
+    def snapshot_taken(self, peer: str, joiner: str) -> None:
+        self.recorder.joined(joiner, peer)
+
+    def _committed(self, role: Role, decision: Decision, event: Event | None) -> None:
+        if event is not None:
+            self.root_events[(role, decision.position)] = event
+        if event is None or event.id in self.recorded:
+            return
+        self.recorded.add(event.id)
+        json_event = {"id": event.id, "type": event.type, "attrs": event.attrs}
+        self.recorder.publish({**json_event, "publisher": decision.source, "seq": decision.key})
+
+    # --- the event loop ------------------------------------------------------------------------
+
+    def _at(self, time: int, kind: str, payload: Any) -> None:
+        self.seq += 1
+        heapq.heappush(self.queue, (time, self.seq, kind, payload))
+
+    def _send(self, src: str, sends: list[Send]) -> None:
+        for dst, msg in sends:
+            self.messages[type(msg).__name__] += 1
+            if src == COORDINATOR:
+                arrival = self.now + self.config.notify_delay
+            else:
+                arrival = self.now + self.rng.randint(self.config.min_delay, self.config.max_delay)
+                for group, start, end in self.partitions:
+                    if start <= self.now < end and (src in group) != (dst in group) and self._server_link(src, dst):
+                        arrival = max(arrival, end + self.rng.randint(self.config.min_delay, self.config.max_delay))
+            arrival = max(arrival, self.last_arrival.get((src, dst), 0))
+            self.last_arrival[(src, dst)] = arrival
+            self._at(arrival, "msg", (src, dst, msg))
+
+    def _server_link(self, a: str, b: str) -> bool:
+        return a in self.replicas and b in self.replicas
+
+    def _dispatch(self, dst: str, src: str, msg: Message) -> None:
+        state = self.state[dst]
+        if state == "crashed":
+            return
+        if state == "paused":
+            self.inbox[dst].append((src, msg))
+            return
+        out: list[Send] = []
+        if dst in self.replicas:
+            if isinstance(msg, (Down, Up)):
+                for replica in self.replicas[dst].values():
+                    out += replica.handle(src, msg, self.now)
+            elif isinstance(msg, Forward):
+                replica = self.by_key[dst].get(msg.consumer)
+                if replica is None:
+                    raise ProtocolError(f"{dst} got a stream of {role_name(msg.role)} for {msg.consumer}, which it does not host")
+                out = replica.handle(src, msg, self.now)
+            else:
+                role = role_of([msg.event.type]) if isinstance(msg, Publish) else getattr(msg, "role", None)
+                replica = self.replicas[dst].get(role) if role is not None else None
+                if replica is None:
+                    raise ProtocolError(f"{dst} got {type(msg).__name__} for a role it does not host")
+                out = replica.handle(src, msg, self.now)
+        elif dst in self.clients:
+            out = self.clients[dst].handle(src, msg, self.now)
+        self._send(dst, out)
+
+    def _tick(self, process: str) -> None:
+        if self.state[process] != "up":
+            return
+        out: list[Send] = []
+        for replica in self.replicas.get(process, {}).values():
+            out += replica.tick(self.now)
+        if process in self.clients:
+            out += self.clients[process].tick(self.now)
+        self._send(process, out)
+        self._at(self.now + self.config.tick_every, "tick", process)
+
+    def _run_until(self, until: int, done: Any = None) -> None:
+        while self.queue and self.queue[0][0] <= until:
+            if done is not None and done():
+                return
+            time, _, kind, payload = heapq.heappop(self.queue)
+            self.now = time
+            if kind == "msg":
+                src, dst, msg = payload
+                self._dispatch(dst, src, msg)
+            elif kind == "tick":
+                self._tick(payload)
+            elif kind == "publish":
+                self._publish(*payload)
+            elif kind == "join":
+                self._join(payload)
+            elif kind == "fault":
+                self._fault(payload)
+            elif kind == "resume":
+                self._resume(payload)
+            elif kind == "expire":
+                process, incarnation = payload
+                if self.state[process] != "up" and self.incarnation[process] == incarnation:
+                    self._send(COORDINATOR, self.coordination.session_lost(process))
+        self.now = max(self.now, until)
+
+    # --- actions ---------------------------------------------------------------------------------
+
+    def _publish(self, publisher: str, event: dict[str, Any]) -> None:
+        seq = self.next_seq[publisher]
+        self.next_seq[publisher] += 1
+        try:
+            validated = self.validator.validate({**event, "publisher": publisher, "seq": seq})
+        except Exception as exc:
+            raise ValueError(f"publication by {publisher} at {self.now} ms: {exc}") from None
+        root = role_of([validated.type])
+        self._send(publisher, [(p, Publish(publisher, seq, validated)) for p in self.placement(root)])
+
+    def _start_client(self, name: str, peer: str | None) -> None:
+        client = SubscriberClient(
+            name,
+            self.subscriptions[name],
+            self.types,
+            self.placement,
+            self,
+            matcher=self.config.matcher,
+            peer=peer,
+            retry_every=self.config.retry_every,
+        )
+        self.clients[name] = client
+        self._send(name, client.start(self.now))
+        self._at(self.now + self.config.tick_every, "tick", name)
+
+    def _join(self, joiner: Joiner) -> None:
+        self._start_client(joiner.process, joiner.peer)
+        if joiner.peer is None:
+            self.pending_fresh.append(joiner.process)
+
+    def _fault(self, fault: Fault) -> None:
+        if fault.kind == "partition":
+            self.partitions.append((frozenset(fault.processes), self.now, self.now + fault.duration))
+            return
+        for p in fault.processes:
+            if self.state[p] != "up":
+                continue
+            self.state[p] = "crashed" if fault.kind == "crash" else "paused"
+            self.incarnation[p] += 1
+            self._at(self.now + self.config.session_timeout, "expire", (p, self.incarnation[p]))
+            if fault.kind == "pause":
+                self._at(self.now + fault.duration, "resume", p)
+
+    def _resume(self, process: str) -> None:
+        if self.state[process] != "paused":
+            return
+        self.state[process] = "up"
+        self.incarnation[process] += 1
+        waiting, self.inbox[process] = self.inbox[process], []
+        for src, msg in waiting:
+            self._dispatch(process, src, msg)
+        self._send(COORDINATOR, self.coordination.session_back(process))
+        self._at(self.now + self.config.tick_every, "tick", process)
+
+    # --- a run -----------------------------------------------------------------------------------
+
+    def run(self) -> SimResult:
+        cfg = self.config
+        self.pending_fresh: list[str] = []
+        self._send(COORDINATOR, self.coordination.start())
+        for server, reps in self.replicas.items():
+            for replica in reps.values():
+                self._send(server, replica.start(0))
+            self._at(self.rng.randint(1, cfg.tick_every), "tick", server)
+        for name in self.scenario.subscribers:
+            self._start_client(name, None)
+        # Publications begin once every initial subscriber reads its streams, so that they all
+        # see the whole run (joiners are the ones that come later).
+        limit = 20 * cfg.retry_every + 10 * cfg.max_delay
+        self._run_until(limit, done=lambda: all(c.started() for c in self.clients.values()))
+        if not all(c.started() for c in self.clients.values()):
+            waiting = sorted(n for n, c in self.clients.items() if not c.started())
+            raise SimulationError(f"seed {cfg.seed}: subscribers {', '.join(waiting)} never started")
+        gate = self.now + 1
+        last = gate
+        for time, publisher, event in sorted(self.scenario.publications, key=lambda p: p[0]):
+            self._at(gate + time, "publish", (publisher, event))
+            last = max(last, gate + time)
+        for joiner in self.scenario.joiners:
+            self._at(gate + joiner.at, "join", joiner)
+        for fault in self.scenario.faults:
+            self._at(gate + fault.at, "fault", fault)
+            last = max(last, gate + fault.at + fault.duration)
+        end = last + cfg.settle
+        self._run_until_watching(end)
+        return self._result(gate, end)
+
+    def _run_until_watching(self, end: int) -> None:
+        """Run to ``end``, noting when each fresh joiner has started (its start time in the log)."""
+        while self.now < end:
+            step = min(end, self.now + self.config.tick_every)
+            self._run_until(step)
+            for name in list(self.pending_fresh):
+                if self.clients[name].started():
+                    self.recorder.joined(name, None)
+                    self.pending_fresh.remove(name)
+                elif self.clients[name].joined_from is not None:
+                    self.pending_fresh.remove(name)
+
+    def _result(self, gate: int, end: int) -> SimResult:
+        final = {name: client.final_queues() for name, client in self.clients.items()}
+        log = self.recorder.finish(final)
+        for name in self.subscriptions:
+            if name not in self.clients or not self.clients[name].started():
+                log.joined.setdefault(name, (self.recorder.clock, None))
+        result = SimResult(
+            self.config.seed,
+            log,
+            gate,
+            end,
+            self.servers,
+            self.roles,
+            {r: self.placement(r) for r in self.roles},
+            self.coordination.leadership(),
+            self.replicas,
+            self.clients,
+            [],
+            self.messages,
+            list(self.scenario.faults),
+            self.root_events,
+        )
+        result.gaps = stream_gaps(result)
+        return result
+
+
+def stream_gaps(result: SimResult) -> list[StreamGap]:
+    """Per subscriber stream: what it fed its engine against what its merger committed after the
+    stream's start (passing its filter). Loss, duplication and reordering all show here."""
+    gaps: list[StreamGap] = []
+    for name, client in result.clients.items():
+        for role, s in client.streams.items():
+            if not s.started or not s.fed:
+                if not s.started:
+                    gaps.append(StreamGap(name, role, 0, 0, "never started"))
+                continue
+            log = result.log_of(role)
+            replica = result.replicas[result.placement[role][0]][role]
+            first = s.fed[0][0]
+            expected: list[tuple[int, str]] = []
+            for d in log:
+                if d.kind != "event" or d.position < first:
+                    continue
+                event = _event_at(result, role, d)
+                f = replica.filter_at(s.key, d.position)
+                if event is not None and f is not None and f.passes(event):
+                    expected.append((d.position, event.id))
+            if s.fed != expected:
+                diff = next((k for k, (a, b) in enumerate(zip(s.fed, expected)) if a != b), min(len(s.fed), len(expected)))
+                gaps.append(StreamGap(name, role, len(expected), len(s.fed), f"differs from entry {diff} on"))
+    return gaps
+
+
+def _event_at(result: SimResult, role: Role, d: Decision) -> Event | None:
+    """The event at a committed position, followed back through the parents to its root."""
+    while not is_root(role):
+        parent = role[:-1] if d.source == "L" else role[-1:]
+        role, d = parent, result.log_of(parent)[d.key]
+    return result.root_events.get((role, d.position))
+
+
+def simulate(scenario: Scenario, config: SimConfig | None = None) -> SimResult:
+    """Run ``scenario`` under ``config`` (seeded) and return its run log, topology and state."""
+    return Simulation(scenario, config or SimConfig()).run()
+
+
+__all__ = ["SimResult", "Simulation", "SimulationError", "StreamGap", "simulate"]

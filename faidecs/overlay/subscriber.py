@@ -1,0 +1,240 @@
+"""A subscriber client: the embedded engine run on the streams of its mergers.
+
+Each conjunction of the subscription is served by the merger of its type set; conjunctions with
+the same type set share one stream (and one engine, which evaluates them together as the embedded
+engine would). With several streams (a disjunction over several mergers), the client buffers
+entries and releases them in timestamp order — (ts, stream rank, position) — once every stream
+has passed that timestamp; mergers' heartbeats keep quiet streams moving. Every client with the
+same subscription therefore feeds its engines the same sequence.
+
+A client starts either fresh (it registers its filter and reads from its own mark on, with empty
+queues) or from a peer with the identical subscription (it takes the peer's engines and, per
+stream, the last position they reflect, and reads from there): it then delivers exactly what the
+peer delivers after that point.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from faidecs.grammar.model import EventType, Program, Subscription
+from faidecs.matching.engine import Engine
+from faidecs.matching.events import Event
+from faidecs.overlay.filters import Filter, union_all
+from faidecs.overlay.keys import subscriber_key
+from faidecs.overlay.messages import (
+    Ack,
+    Connect,
+    Down,
+    Forward,
+    JoinRequest,
+    JoinState,
+    Message,
+    Register,
+    Send,
+    Up,
+)
+from faidecs.overlay.replica import Placement, ProtocolError
+from faidecs.overlay.roles import Role, conjunction_role, role_name
+
+
+class Observer(Protocol):
+    """What a client reports to whoever runs it (the simulator records run logs from it)."""
+
+    def deliver(self, process: str, conjunction: int, relation: tuple[str, ...]) -> None: ...
+
+    def snapshot_taken(self, peer: str, joiner: str) -> None: ...
+
+
+@dataclass(slots=True)
+class Stream:
+    role: Role
+    rank: int
+    key: str
+    filter: Filter
+    conjunctions: list[int]  # indices in the subscription, as written
+    engine: Engine
+    reading: str | None = None
+    started: bool = False
+    position: int = -1  # last position received
+    released: int = -1  # last position fed to the engine (or the start mark)
+    progress: int = -1  # timestamp of the last entry received
+    acked: int = -1
+    fed: list[tuple[int, str]] = field(default_factory=list)  # (position, event id) fed to the engine
+
+
+class SubscriberClient:
+    def __init__(
+        self,
+        name: str,
+        subscription: Subscription,
+        types: dict[str, EventType],
+        placement: Placement,
+        observer: Observer,
+        *,
+        matcher: str = "compiled",
+        peer: str | None = None,
+        retry_every: int = 200,
+    ):
+        self.name = name
+        self.subscription = subscription
+        self.placement = placement
+        self.observer = observer
+        self.matcher = matcher
+        self.peer = peer
+        self.retry_every = retry_every
+        self.down: set[str] = set()
+        self.joined_from: str | None = None
+        self.joining = peer is not None
+        self.last_register = 0
+        options = f"{subscription.matching.value}+{subscription.disposal.value}+{subscription.covering.value}"
+        by_role: dict[Role, list[int]] = {}
+        for k, conj in enumerate(subscription.conjunctions):
+            by_role.setdefault(conjunction_role(conj), []).append(k)
+        self.streams: dict[Role, Stream] = {}
+        for rank, (role, indices) in enumerate(sorted(by_role.items())):
+            part = replace(subscription, conjunctions=tuple(subscription.conjunctions[k] for k in indices))
+            part = replace(part, source=part.to_source())
+            engine = Engine(Program(dict(types), (part,)), matcher=matcher)
+            conjs = [subscription.conjunctions[k] for k in indices]
+            key = subscriber_key([c.text for c in conjs], options)
+            self.streams[role] = Stream(role, rank, key, union_all(Filter.of(c) for c in conjs), indices, engine)
+        self.heap: list[tuple[int, int, int, Role, Event]] = []
+
+    # --- driving ---------------------------------------------------------------------------------
+
+    def start(self, now: int) -> list[Send]:
+        if self.peer is not None:
+            return [(self.peer, JoinRequest(self.name))]
+        return self._register_all(now)
+
+    def _register_all(self, now: int) -> list[Send]:
+        self.joining = False
+        self.last_register = now
+        out: list[Send] = []
+        for s in self.streams.values():
+            out += [(p, Register(s.role, s.key, self.name, s.filter)) for p in self.placement(s.role)]
+            out += self._connect(s)
+        return out
+
+    def _connect(self, s: Stream) -> list[Send]:
+        live = [p for p in self.placement(s.role) if p not in self.down]
+        if not live:
+            return []
+        s.reading = s.reading if s.reading in live else live[0]
+        return [(s.reading, Connect(s.role, s.key, self.name, s.position if s.started else -1))]
+
+    def handle(self, sender: str, msg: Message, now: int) -> list[Send]:
+        if isinstance(msg, Forward):
+            return self._on_forward(msg)
+        if isinstance(msg, JoinRequest):
+            return [(msg.joiner, self._join_state(msg.joiner))]
+        if isinstance(msg, JoinState):
+            return self._on_join_state(msg, now)
+        if isinstance(msg, Down):
+            self.down.add(msg.process)
+            out: list[Send] = []
+            if self.joining and msg.process == self.peer:
+                out += self._register_all(now)
+            for s in self.streams.values():
+                if s.reading == msg.process:
+                    s.reading = None
+                    out += self._connect(s)
+            return out
+        if isinstance(msg, Up):
+            self.down.discard(msg.process)
+            return []
+        return []  # merger-to-merger traffic never reaches a client; nothing else is for us
+
+    def tick(self, now: int) -> list[Send]:
+        out: list[Send] = []
+        for s in self.streams.values():
+            # Acknowledge what a peer joining from us could still need: buffered entries are not done.
+            held = [position for _, _, position, role, _ in self.heap if role == s.role]
+            done = min(held) - 1 if held else s.position
+            if s.started and done > s.acked:
+                s.acked = done
+                out += [(p, Ack(s.role, s.key, self.name, done)) for p in self.placement(s.role)]
+        waiting = [s for s in self.streams.values() if not s.started]
+        if waiting and not self.joining and now - self.last_register >= self.retry_every:
+            self.last_register = now
+            for s in waiting:
+                out += [(p, Register(s.role, s.key, self.name, s.filter)) for p in self.placement(s.role)]
+        return out
+
+    # --- streams -----------------------------------------------------------------------------------
+
+    def _on_forward(self, msg: Forward) -> list[Send]:
+        s = self.streams.get(msg.role)
+        if s is None:
+            raise ProtocolError(f"subscriber {self.name}: stream of {role_name(msg.role)} was never asked for")
+        if not s.started:
+            if msg.kind == "mark" and msg.request == self.name and msg.consumer == s.key:
+                s.started, s.position, s.released, s.progress = True, msg.position, msg.position, msg.ts
+                self._release()
+            return []
+        if msg.position <= s.position:
+            return []  # a copy from the replica we read before failing over
+        s.position, s.progress = msg.position, msg.ts
+        if msg.kind == "event" and msg.event is not None:
+            heapq.heappush(self.heap, (msg.ts, s.rank, msg.position, s.role, msg.event))
+        self._release()
+        return []
+
+    def _release(self) -> None:
+        if not all(s.started for s in self.streams.values()):
+            return
+        while self.heap:
+            ts, rank, position, role, event = self.heap[0]
+            for other in self.streams.values():
+                if other.rank != rank and not (other.progress > ts or (other.progress == ts and other.rank > rank)):
+                    return
+            heapq.heappop(self.heap)
+            s = self.streams[role]
+            s.released = position
+            s.fed.append((position, event.id))
+            for d in s.engine.publish(event):
+                self.observer.deliver(self.name, s.conjunctions[d.conjunction], tuple(d.ids))
+
+    # --- joining from a peer ---------------------------------------------------------------------
+
+    def _join_state(self, joiner: str) -> JoinState:
+        if not all(s.started for s in self.streams.values()):
+            return JoinState(self.name, {}, {}, ok=False)
+        self.observer.snapshot_taken(self.name, joiner)
+        return JoinState(
+            self.name,
+            {r: s.engine.snapshot() for r, s in self.streams.items()},
+            {r: s.released for r, s in self.streams.items()},
+        )
+
+    def _on_join_state(self, msg: JoinState, now: int) -> list[Send]:
+        if not self.joining:
+            return []
+        if not msg.ok or set(msg.positions) != set(self.streams):
+            return self._register_all(now)
+        self.joining = False
+        self.joined_from = msg.peer
+        out: list[Send] = []
+        for role, s in self.streams.items():
+            s.engine = Engine.restore(msg.snapshots[role], matcher=self.matcher)
+            s.started, s.position, s.released = True, msg.positions[role], msg.positions[role]
+            out += self._connect(s)
+        return out
+
+    # --- introspection -----------------------------------------------------------------------------
+
+    def final_queues(self) -> list[dict[str, list[str]]]:
+        queues: list[dict[str, list[str]]] = [{} for _ in self.subscription.conjunctions]
+        for s in self.streams.values():
+            for k, q in zip(s.conjunctions, next(iter(s.engine.state_json().values()))):
+                queues[k] = q
+        return queues
+
+    def started(self) -> bool:
+        return not self.joining and all(s.started for s in self.streams.values())
+
+
+__all__ = ["Observer", "Stream", "SubscriberClient"]
