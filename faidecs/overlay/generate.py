@@ -1,0 +1,70 @@
+"""Seeded random deployments for the simulator: the lab's subscription shapes (identical
+conjunctions, right-extended covering pairs, disjunctions sharing conjunctions, several instances
+of a type), several publishers, late joiners, and a fault schedule (a leader crash in the middle
+of the merge, a follower crash, a pause longer or shorter than the session timeout, a partition
+that heals). At most one server crashes for good, so every role keeps a majority of replicas.
+"""
+
+from __future__ import annotations
+
+import random
+
+from faidecs.lab.generator import scenario as lab_scenario
+from faidecs.lab.scenario import TYPES_SOURCE
+from faidecs.lab.generator import VALUES
+from faidecs.overlay.placement import place
+from faidecs.overlay.roles import role_of
+from faidecs.overlay.scenario import Fault, Joiner, Scenario
+
+MATCHING = ("FR", "FRC", "MR", "MRC")
+DISPOSAL = ("I", "PI", "IP", "FP")
+COMBINATIONS = tuple(f"{m}+{d}" for m in MATCHING for d in DISPOSAL)
+
+
+def random_deployment(rng: random.Random, combination: str | None = None, *, faults: bool = True) -> Scenario:
+    """A deployment under one matching+disposal combination (random when not given)."""
+    lab = lab_scenario(rng)
+    matching, disposal = (combination or rng.choice(COMBINATIONS)).split("+")
+    subscribers = {name: lab.subscription(name, matching, disposal) for name, _ in lab.processes}
+    used = sorted({e[0] for e in lab.events} | {t for _, cs in lab.processes for c in cs for a in c for t in _types(a)})
+    publishers = [f"pub{k}" for k in range(1, rng.randint(1, 3) + 1)]
+    publications = []
+    time = 0
+    for k in range(rng.randint(5, 30)):
+        time += rng.randint(0, 25)
+        event = {"id": f"e{k + 1}", "type": rng.choice(used), "attrs": {"a": rng.randrange(VALUES)}}
+        publications.append((time, rng.choice(publishers), event))
+    window = max(time, 1)
+    joiners: list[Joiner] = []
+    if rng.random() < 0.35:
+        peer = rng.choice(sorted(subscribers))
+        source = subscribers[peer].replace(f"subscription {peer}", "subscription joiner", 1)
+        joiners.append(Joiner("joiner", source, rng.randint(0, window), peer if rng.random() < 0.6 else None))
+    servers = rng.randint(3, 5)
+    schedule = _faults(rng, servers, subscribers, window) if faults else []
+    return Scenario(TYPES_SOURCE, subscribers, publications, joiners, schedule, servers)
+
+
+def _types(atom: str) -> list[str]:
+    return [t for t in ("T1", "T2", "T3", "T4") if t in atom]
+
+
+def _faults(rng: random.Random, servers: int, subscribers: dict[str, str], window: int) -> list[Fault]:
+    names = [f"m{k}" for k in range(1, servers + 1)]
+    out: list[Fault] = []
+    if rng.random() < 0.5:
+        # The first replica in placement order leads first: crash it mid-merge, or a follower.
+        types = sorted({t for s in subscribers.values() for t in _types(s.split(":", 1)[1])})
+        role = role_of(rng.sample(types, rng.randint(1, len(types))))
+        replicas = place(role, names, 3 if servers >= 3 else servers)
+        victim = replicas[0] if rng.random() < 0.6 else rng.choice(replicas[1:])
+        out.append(Fault("crash", rng.randint(0, window), (victim,)))
+    if rng.random() < 0.4:
+        out.append(Fault("pause", rng.randint(0, window), (rng.choice(names),), rng.randint(30, 500)))
+    if rng.random() < 0.3:
+        side = tuple(rng.sample(names, rng.randint(1, servers // 2)))
+        out.append(Fault("partition", rng.randint(0, window), side, rng.randint(30, 500)))
+    return out
+
+
+__all__ = ["COMBINATIONS", "random_deployment"]
