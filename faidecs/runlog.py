@@ -71,6 +71,8 @@ class RunLog:
     #: process delivers what ``peer`` (same subscription) delivers; with no peer it started with
     #: empty queues and receives every event published after ``time``.
     joined: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    #: processes that left before the end: process -> time. They deliver nothing after it.
+    left: dict[str, int] = field(default_factory=dict)
 
     # --- derived ---------------------------------------------------------------------------
 
@@ -97,6 +99,8 @@ class RunLog:
             if name in self.joined:
                 time, peer = self.joined[name]
                 record["joined"] = {"time": time, "peer": peer}
+            if name in self.left:
+                record["left"] = self.left[name]
             yield record
         merged: list[tuple[int, dict[str, Any]]] = [
             (p.time, {"record": "publish", "time": p.time, "event": p.event}) for p in self.published
@@ -160,6 +164,8 @@ class RunLog:
                     if not isinstance(time, int) or isinstance(time, bool) or not (peer is None or isinstance(peer, str)):
                         raise RunLogError(f"{where}: 'joined' is {{\"time\": int, \"peer\": process or null}}")
                     log.joined[pname] = (time, peer)
+                if "left" in record:
+                    log.left[pname] = _field(record, "left", int, where)
             elif kind in ("publish", "deliver"):
                 time = _field(record, "time", int, where)
                 if last_time is not None and time <= last_time:
@@ -228,6 +234,10 @@ class RunRecorder:
     def joined(self, process: str, peer: str | None) -> None:
         """``process`` joins now: from ``peer``'s state, or fresh."""
         self.log.joined[process] = (self._time, peer)
+
+    def left(self, process: str) -> None:
+        """``process`` leaves now."""
+        self.log.left[process] = self._time
 
     def finish(self, final: Mapping[str, list[dict[str, list[str]]]]) -> RunLog:
         self.log.final = dict(final)

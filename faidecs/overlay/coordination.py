@@ -71,7 +71,8 @@ class SimulatedCoordination:
         if process not in self.expired:
             return []
         self.expired.discard(process)
-        out: list[Notification] = [(p, Up(process)) for p in self.processes if p != process]
+        # The process itself hears that it had lost its session: others dropped its links.
+        out: list[Notification] = [(p, Up(process)) for p in self.processes]
         for role in self.roles:
             leader = self.leaders.get(role)
             if process in self.placement(role) and (leader is None or leader[0] in self.expired):

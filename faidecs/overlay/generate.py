@@ -14,7 +14,7 @@ from faidecs.lab.scenario import TYPES_SOURCE
 from faidecs.lab.generator import VALUES
 from faidecs.overlay.placement import place
 from faidecs.overlay.roles import role_of
-from faidecs.overlay.scenario import Fault, Joiner, Scenario
+from faidecs.overlay.scenario import Fault, Joiner, Reaction, Scenario
 
 MATCHING = ("FR", "FRC", "MR", "MRC")
 DISPOSAL = ("I", "PI", "IP", "FP")
@@ -42,7 +42,9 @@ def random_deployment(rng: random.Random, combination: str | None = None, *, fau
         joiners.append(Joiner("joiner", source, rng.randint(0, window), peer if rng.random() < 0.6 else None))
     servers = rng.randint(3, 5)
     schedule = _faults(rng, servers, subscribers, window) if faults else []
-    return Scenario(TYPES_SOURCE, subscribers, publications, joiners, schedule, servers)
+    reactions = {p: Reaction(r.type_name, {"a": r.value}, r.limit) for p, r in lab.reactions}
+    leavers = [(rng.choice(sorted(subscribers)), rng.randint(0, window))] if rng.random() < 0.15 else []
+    return Scenario(TYPES_SOURCE, subscribers, publications, joiners, schedule, servers, reactions, leavers)
 
 
 def _types(atom: str) -> list[str]:

@@ -196,6 +196,7 @@ class JoinState:
     snapshots: dict[Role, dict[str, Any]] = field(hash=False)
     positions: dict[Role, int] = field(hash=False)
     ok: bool = True
+    marker: int | None = None  # where the peer was in the run (for run logs)
 
 
 Message = Union[

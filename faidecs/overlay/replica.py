@@ -181,6 +181,8 @@ class MergerReplica:
             return self._on_down(msg.process, now)
         if isinstance(msg, Up):
             self.down.discard(msg.process)
+            if msg.process == self.me:  # our session had expired: upstream dropped our links
+                return [m for side in self.sides for m in self._read_from(side, now)]
             return []
         raise ProtocolError(f"{role_name(self.role)} at {self.me}: unexpected {type(msg).__name__}")
 

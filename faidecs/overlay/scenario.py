@@ -38,6 +38,16 @@ class Joiner:
     peer: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Reaction:
+    """On each delivery, the process publishes an event of ``type_name`` with attributes
+    ``attrs``, at most ``limit`` times: causal chains for the order properties."""
+
+    type_name: str
+    attrs: dict[str, Any] = field(hash=False)
+    limit: int = 2
+
+
 @dataclass(slots=True)
 class Scenario:
     types_source: str
@@ -46,6 +56,8 @@ class Scenario:
     joiners: list[Joiner] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     servers: int = 4
+    reactions: dict[str, Reaction] = field(default_factory=dict)  # subscriber -> its reaction
+    leavers: list[tuple[str, int]] = field(default_factory=list)  # (subscriber, time it leaves)
 
 
 class SimConfig(BaseModel):
@@ -73,4 +85,4 @@ class SimConfig(BaseModel):
         return self
 
 
-__all__ = ["Fault", "FaultKind", "Joiner", "Scenario", "SimConfig"]
+__all__ = ["Fault", "FaultKind", "Joiner", "Reaction", "Scenario", "SimConfig"]

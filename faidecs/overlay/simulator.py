@@ -136,14 +136,25 @@ class Simulation:
         self.now = 0
         self.messages: Counter[str] = Counter()
         self.next_seq: Counter[str] = Counter()
+        self.reacted: Counter[str] = Counter()
+        self.late: set[str] = set()  # joiners: their start goes into the run log
 
     # --- observer of the clients -----------------------------------------------------------------
 
     def deliver(self, process: str, conjunction: int, relation: tuple[str, ...]) -> None:
         self.recorder.deliver(process, conjunction, relation)
+        rule = self.scenario.reactions.get(process)
+        if rule is not None and self.reacted[process] < rule.limit:
+            self.reacted[process] += 1
+            event = {"id": f"{process}r{self.reacted[process]}", "type": rule.type_name, "attrs": dict(rule.attrs)}
+            self._publish(process, event)
 
-    def snapshot_taken(self, peer: str, joiner: str) -> None:
-        self.recorder.joined(joiner, peer)
+    def snapshot_taken(self, peer: str, joiner: str) -> int:
+        return self.recorder.clock
+
+    def joined(self, process: str, peer: str | None, marker: int | None) -> None:
+        if process in self.late:
+            self.recorder.log.joined[process] = (self.recorder.clock if marker is None else marker, peer)
 
     def _committed(self, role: Role, decision: Decision, event: Event | None) -> None:
         if event is not None:
@@ -179,7 +190,7 @@ class Simulation:
 
     def _dispatch(self, dst: str, src: str, msg: Message) -> None:
         state = self.state[dst]
-        if state == "crashed":
+        if state in ("crashed", "left"):
             return
         if state == "paused":
             self.inbox[dst].append((src, msg))
@@ -230,6 +241,11 @@ class Simulation:
                 self._publish(*payload)
             elif kind == "join":
                 self._join(payload)
+            elif kind == "leave":
+                if payload in self.clients and self.state[payload] == "up":
+                    self._send(payload, self.clients[payload].leave())
+                    self.state[payload] = "left"
+                    self.recorder.left(payload)
             elif kind == "fault":
                 self._fault(payload)
             elif kind == "resume":
@@ -262,15 +278,15 @@ class Simulation:
             matcher=self.config.matcher,
             peer=peer,
             retry_every=self.config.retry_every,
+            down=self.coordination.expired,
         )
         self.clients[name] = client
         self._send(name, client.start(self.now))
         self._at(self.now + self.config.tick_every, "tick", name)
 
     def _join(self, joiner: Joiner) -> None:
+        self.late.add(joiner.process)
         self._start_client(joiner.process, joiner.peer)
-        if joiner.peer is None:
-            self.pending_fresh.append(joiner.process)
 
     def _fault(self, fault: Fault) -> None:
         if fault.kind == "partition":
@@ -300,7 +316,6 @@ class Simulation:
 
     def run(self) -> SimResult:
         cfg = self.config
-        self.pending_fresh: list[str] = []
         self._send(COORDINATOR, self.coordination.start())
         for server, reps in self.replicas.items():
             for replica in reps.values():
@@ -322,24 +337,14 @@ class Simulation:
             last = max(last, gate + time)
         for joiner in self.scenario.joiners:
             self._at(gate + joiner.at, "join", joiner)
+        for process, at in self.scenario.leavers:
+            self._at(gate + at, "leave", process)
         for fault in self.scenario.faults:
             self._at(gate + fault.at, "fault", fault)
             last = max(last, gate + fault.at + fault.duration)
         end = last + cfg.settle
-        self._run_until_watching(end)
+        self._run_until(end)
         return self._result(gate, end)
-
-    def _run_until_watching(self, end: int) -> None:
-        """Run to ``end``, noting when each fresh joiner has started (its start time in the log)."""
-        while self.now < end:
-            step = min(end, self.now + self.config.tick_every)
-            self._run_until(step)
-            for name in list(self.pending_fresh):
-                if self.clients[name].started():
-                    self.recorder.joined(name, None)
-                    self.pending_fresh.remove(name)
-                elif self.clients[name].joined_from is not None:
-                    self.pending_fresh.remove(name)
 
     def _result(self, gate: int, end: int) -> SimResult:
         final = {name: client.final_queues() for name, client in self.clients.items()}
@@ -372,6 +377,8 @@ def stream_gaps(result: SimResult) -> list[StreamGap]:
     stream's start (passing its filter). Loss, duplication and reordering all show here."""
     gaps: list[StreamGap] = []
     for name, client in result.clients.items():
+        if client.gone:
+            continue
         for role, s in client.streams.items():
             if not s.started or not s.fed:
                 if not s.started:

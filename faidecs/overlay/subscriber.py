@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Iterable, Protocol
 
 from faidecs.grammar.model import EventType, Program, Subscription
 from faidecs.matching.engine import Engine
@@ -27,6 +27,7 @@ from faidecs.overlay.keys import subscriber_key
 from faidecs.overlay.messages import (
     Ack,
     Connect,
+    Disconnect,
     Down,
     Forward,
     JoinRequest,
@@ -45,7 +46,13 @@ class Observer(Protocol):
 
     def deliver(self, process: str, conjunction: int, relation: tuple[str, ...]) -> None: ...
 
-    def snapshot_taken(self, peer: str, joiner: str) -> None: ...
+    def snapshot_taken(self, peer: str, joiner: str) -> int:
+        """``peer`` gives its state to ``joiner``; returns a marker of this point of the run."""
+        ...
+
+    def joined(self, process: str, peer: str | None, marker: int | None) -> None:
+        """``process`` starts: from ``peer``'s state taken at ``marker``, or fresh (no peer)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -77,7 +84,10 @@ class SubscriberClient:
         matcher: str = "compiled",
         peer: str | None = None,
         retry_every: int = 200,
+        down: Iterable[str] = (),
     ):
+        """``down``: the processes whose sessions are expired now (read from the coordination
+        service when the client starts; ``Down``/``Up`` notifications keep it current)."""
         self.name = name
         self.subscription = subscription
         self.placement = placement
@@ -85,10 +95,12 @@ class SubscriberClient:
         self.matcher = matcher
         self.peer = peer
         self.retry_every = retry_every
-        self.down: set[str] = set()
+        self.down: set[str] = set(down)
         self.joined_from: str | None = None
         self.joining = peer is not None
         self.last_register = 0
+        self.gone = False
+        self.started_at = 0
         options = f"{subscription.matching.value}+{subscription.disposal.value}+{subscription.covering.value}"
         by_role: dict[Role, list[int]] = {}
         for k, conj in enumerate(subscription.conjunctions):
@@ -106,6 +118,7 @@ class SubscriberClient:
     # --- driving ---------------------------------------------------------------------------------
 
     def start(self, now: int) -> list[Send]:
+        self.started_at = now
         if self.peer is not None:
             return [(self.peer, JoinRequest(self.name))]
         return self._register_all(now)
@@ -126,7 +139,14 @@ class SubscriberClient:
         s.reading = s.reading if s.reading in live else live[0]
         return [(s.reading, Connect(s.role, s.key, self.name, s.position if s.started else -1))]
 
+    def leave(self) -> list[Send]:
+        """Stop: disconnect from every stream. Mergers keep the filter (it only ever widens)."""
+        self.gone = True
+        return [(s.reading, Disconnect(s.role, s.key, self.name)) for s in self.streams.values() if s.reading]
+
     def handle(self, sender: str, msg: Message, now: int) -> list[Send]:
+        if self.gone:
+            return []
         if isinstance(msg, Forward):
             return self._on_forward(msg)
         if isinstance(msg, JoinRequest):
@@ -145,11 +165,15 @@ class SubscriberClient:
             return out
         if isinstance(msg, Up):
             self.down.discard(msg.process)
+            if msg.process == self.name:  # our session had expired: the mergers dropped our links
+                return [m for s in self.streams.values() for m in self._connect(s)]
             return []
         return []  # merger-to-merger traffic never reaches a client; nothing else is for us
 
     def tick(self, now: int) -> list[Send]:
         out: list[Send] = []
+        if self.gone:
+            return out
         for s in self.streams.values():
             # Acknowledge what a peer joining from us could still need: buffered entries are not done.
             held = [position for _, _, position, role, _ in self.heap if role == s.role]
@@ -157,6 +181,8 @@ class SubscriberClient:
             if s.started and done > s.acked:
                 s.acked = done
                 out += [(p, Ack(s.role, s.key, self.name, done)) for p in self.placement(s.role)]
+        if self.joining and now - self.started_at >= 2 * self.retry_every:
+            return out + self._register_all(now)  # the peer does not answer: start fresh
         waiting = [s for s in self.streams.values() if not s.started]
         if waiting and not self.joining and now - self.last_register >= self.retry_every:
             self.last_register = now
@@ -173,6 +199,8 @@ class SubscriberClient:
         if not s.started:
             if msg.kind == "mark" and msg.request == self.name and msg.consumer == s.key:
                 s.started, s.position, s.released, s.progress = True, msg.position, msg.position, msg.ts
+                if self.started():
+                    self.observer.joined(self.name, None, None)
                 self._release()
             return []
         if msg.position <= s.position:
@@ -203,11 +231,12 @@ class SubscriberClient:
     def _join_state(self, joiner: str) -> JoinState:
         if not all(s.started for s in self.streams.values()):
             return JoinState(self.name, {}, {}, ok=False)
-        self.observer.snapshot_taken(self.name, joiner)
+        marker = self.observer.snapshot_taken(self.name, joiner)
         return JoinState(
             self.name,
             {r: s.engine.snapshot() for r, s in self.streams.items()},
             {r: s.released for r, s in self.streams.items()},
+            marker=marker,
         )
 
     def _on_join_state(self, msg: JoinState, now: int) -> list[Send]:
@@ -217,6 +246,7 @@ class SubscriberClient:
             return self._register_all(now)
         self.joining = False
         self.joined_from = msg.peer
+        self.observer.joined(self.name, msg.peer, msg.marker)
         out: list[Send] = []
         for role, s in self.streams.items():
             s.engine = Engine.restore(msg.snapshots[role], matcher=self.matcher)

@@ -11,8 +11,11 @@ def _owed(x: Stream, y: Stream, view: RunView) -> dict[tuple[str, ...], int] | N
     Processes present from the start owe each other everything. A process that joined from a
     peer's state delivers what the peer delivers after the join, so everything it delivers is owed
     by every process present from the start, and the peer's later deliveries are owed by it. A
-    process that joined with empty queues, or two joiners, are not comparable.
+    process that joined with empty queues, or two joiners, are not comparable. A process that left
+    owes nothing; what it delivered before leaving is owed by the others.
     """
+    if y.process in view.log.left:
+        return {}
     jx, jy = view.log.joined.get(x.process), view.log.joined.get(y.process)
     rel = {ids: t for t, ids in x.deliveries}
     if jx is None and jy is None:
@@ -57,7 +60,7 @@ def covering_agreement(view: RunView) -> list[Violation]:
         for narrow in view.streams.values():
             if narrow is wide or narrow.options != wide.options:
                 continue
-            if wide.process in view.log.joined or narrow.process in view.log.joined:
+            if {wide.process, narrow.process} & (set(view.log.joined) | set(view.log.left)):
                 continue  # a joiner's queues did not see the run's beginning
             types = frozenset(narrow.conjunction.types)
             if types == frozenset(wide.conjunction.types) or not types < frozenset(wide.conjunction.types):

@@ -82,6 +82,8 @@ def conjunction_validity(view: RunView) -> list[Violation]:
     order = {e: p.time for e, p in view.published.items()}
     for stream in view.streams.values():
         conj = stream.conjunction
+        if stream.process in view.log.left:
+            continue  # it received nothing after leaving
         last = stream.deliveries[-1][0] if stream.deliveries else 0
         last = max(last, view.joined_at(stream.process))  # a joiner answers for what came after it
         later = [view.events[p.id] for p in view.log.published if p.time > last]
@@ -106,8 +108,8 @@ def event_validity(view: RunView) -> list[Violation]:
     for stream in view.streams.values():
         conj = stream.conjunction
         free = binary_free_slots(conj)
-        if not free or stream.process in view.log.joined:
-            continue  # a joiner never saw the events before it joined
+        if not free or stream.process in view.log.joined or stream.process in view.log.left:
+            continue  # a joiner never saw the events before it joined; a leaver those after
         delivered = stream.first_times()
         final = view.log.final.get(stream.process)
         queued: set[str] | None = None
