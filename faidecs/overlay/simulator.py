@@ -21,6 +21,7 @@ from typing import Any
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Subscription
 from faidecs.matching.events import Event, EventValidator
+from faidecs.overlay.audit import StreamGap, stream_gaps
 from faidecs.overlay.coordination import SimulatedCoordination
 from faidecs.overlay.messages import Decision, Down, Forward, Message, Publish, Send, Up
 from faidecs.overlay.placement import place
@@ -35,20 +36,6 @@ COORDINATOR = "coordinator"
 
 class SimulationError(RuntimeError):
     """A simulated run that could not go on; the message names the seed that reproduces it."""
-
-
-@dataclass(slots=True)
-class StreamGap:
-    """A subscriber stream that did not receive exactly its merger's committed stream."""
-
-    process: str
-    role: Role
-    expected: int
-    got: int
-    detail: str
-
-    def describe(self) -> str:
-        return f"{self.process}, stream {role_name(self.role)}: {self.detail} (expected {self.expected}, got {self.got})"
 
 
 @dataclass(slots=True)
@@ -75,6 +62,13 @@ class SimResult:
         """The committed stream of ``role``: the longest committed log among its replicas."""
         logs = [self.replicas[p][role].committed() for p in self.placement[role]]
         return max(logs, key=len)
+
+    def event_at(self, role: Role, d: Decision) -> Event | None:
+        """The event at a committed position, followed back through the parents to its root."""
+        while not is_root(role):
+            parent = role[:-1] if d.source == "L" else role[-1:]
+            role, d = parent, self.log_of(parent)[d.key]
+        return self.root_events.get((role, d.position))
 
 
 class Simulation:
@@ -370,43 +364,6 @@ class Simulation:
         )
         result.gaps = stream_gaps(result)
         return result
-
-
-def stream_gaps(result: SimResult) -> list[StreamGap]:
-    """Per subscriber stream: what it fed its engine against what its merger committed after the
-    stream's start (passing its filter). Loss, duplication and reordering all show here."""
-    gaps: list[StreamGap] = []
-    for name, client in result.clients.items():
-        if client.gone:
-            continue
-        for role, s in client.streams.items():
-            if not s.started or not s.fed:
-                if not s.started:
-                    gaps.append(StreamGap(name, role, 0, 0, "never started"))
-                continue
-            log = result.log_of(role)
-            replica = result.replicas[result.placement[role][0]][role]
-            first = s.fed[0][0]
-            expected: list[tuple[int, str]] = []
-            for d in log:
-                if d.kind != "event" or d.position < first:
-                    continue
-                event = _event_at(result, role, d)
-                f = replica.filter_at(s.key, d.position)
-                if event is not None and f is not None and f.passes(event):
-                    expected.append((d.position, event.id))
-            if s.fed != expected:
-                diff = next((k for k, (a, b) in enumerate(zip(s.fed, expected)) if a != b), min(len(s.fed), len(expected)))
-                gaps.append(StreamGap(name, role, len(expected), len(s.fed), f"differs from entry {diff} on"))
-    return gaps
-
-
-def _event_at(result: SimResult, role: Role, d: Decision) -> Event | None:
-    """The event at a committed position, followed back through the parents to its root."""
-    while not is_root(role):
-        parent = role[:-1] if d.source == "L" else role[-1:]
-        role, d = parent, result.log_of(parent)[d.key]
-    return result.root_events.get((role, d.position))
 
 
 def simulate(scenario: Scenario, config: SimConfig | None = None) -> SimResult:

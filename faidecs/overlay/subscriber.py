@@ -63,8 +63,10 @@ class Stream:
     filter: Filter
     conjunctions: list[int]  # indices in the subscription, as written
     engine: Engine
+    engine_program: Program  # the stream's part of the subscription, for fresh engines
     reading: str | None = None
     started: bool = False
+    start: int = -1  # the position the stream starts after (its mark, or the peer's position)
     position: int = -1  # last position received
     released: int = -1  # last position fed to the engine (or the start mark)
     progress: int = -1  # timestamp of the last entry received
@@ -109,10 +111,11 @@ class SubscriberClient:
         for rank, (role, indices) in enumerate(sorted(by_role.items())):
             part = replace(subscription, conjunctions=tuple(subscription.conjunctions[k] for k in indices))
             part = replace(part, source=part.to_source())
-            engine = Engine(Program(dict(types), (part,)), matcher=matcher)
+            program = Program(dict(types), (part,))
+            engine = Engine(program, matcher=matcher)
             conjs = [subscription.conjunctions[k] for k in indices]
             key = subscriber_key([c.text for c in conjs], options)
-            self.streams[role] = Stream(role, rank, key, union_all(Filter.of(c) for c in conjs), indices, engine)
+            self.streams[role] = Stream(role, rank, key, union_all(Filter.of(c) for c in conjs), indices, engine, program)
         self.heap: list[tuple[int, int, int, Role, Event]] = []
 
     # --- driving ---------------------------------------------------------------------------------
@@ -198,7 +201,8 @@ class SubscriberClient:
             raise ProtocolError(f"subscriber {self.name}: stream of {role_name(msg.role)} was never asked for")
         if not s.started:
             if msg.kind == "mark" and msg.request == self.name and msg.consumer == s.key:
-                s.started, s.position, s.released, s.progress = True, msg.position, msg.position, msg.ts
+                s.started, s.start, s.position, s.released = True, msg.position, msg.position, msg.position
+                s.progress = msg.ts
                 if self.started():
                     self.observer.joined(self.name, None, None)
                 self._release()
@@ -250,7 +254,8 @@ class SubscriberClient:
         out: list[Send] = []
         for role, s in self.streams.items():
             s.engine = Engine.restore(msg.snapshots[role], matcher=self.matcher)
-            s.started, s.position, s.released = True, msg.positions[role], msg.positions[role]
+            s.started, s.start = True, msg.positions[role]
+            s.position = s.released = msg.positions[role]
             out += self._connect(s)
         return out
 
