@@ -264,6 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--staged", action="store_true", help="use the staged covering option for every subscription")
     lab.add_argument("--workers", type=int, help="worker processes (default: one per core)")
     lab.set_defaults(func=cmd_lab)
+
+    from faidecs.cli.overlay import add_parser as add_overlay
+
+    add_overlay(sub)
     return parser
 
 

@@ -41,7 +41,9 @@ def random_deployment(rng: random.Random, combination: str | None = None, *, fau
         source = subscribers[peer].replace(f"subscription {peer}", "subscription joiner", 1)
         joiners.append(Joiner("joiner", source, rng.randint(0, window), peer if rng.random() < 0.6 else None))
     servers = rng.randint(3, 5)
-    schedule = _faults(rng, servers, subscribers, window) if faults else []
+    types = sorted({t for s in subscribers.values() for t in _types(s.split(":", 1)[1])})
+    names = [f"m{k}" for k in range(1, servers + 1)]
+    schedule = random_faults(rng, names, types, window) if faults else []
     reactions = {p: Reaction(r.type_name, {"a": r.value}, r.limit) for p, r in lab.reactions}
     leavers = [(rng.choice(sorted(subscribers)), rng.randint(0, window))] if rng.random() < 0.15 else []
     return Scenario(TYPES_SOURCE, subscribers, publications, joiners, schedule, servers, reactions, leavers)
@@ -51,22 +53,25 @@ def _types(atom: str) -> list[str]:
     return [t for t in ("T1", "T2", "T3", "T4") if t in atom]
 
 
-def _faults(rng: random.Random, servers: int, subscribers: dict[str, str], window: int) -> list[Fault]:
-    names = [f"m{k}" for k in range(1, servers + 1)]
+def random_faults(
+    rng: random.Random, servers: list[str], types: list[str], window: int, replicas: int = 3
+) -> list[Fault]:
+    """A fault schedule within ``window`` ms: perhaps a crash of the first leader of a random
+    merger (mid-merge) or of one of its followers, a pause, a partition that heals."""
     out: list[Fault] = []
-    if rng.random() < 0.5:
+    replicas = min(replicas, len(servers))
+    if rng.random() < 0.5 and replicas >= 3:
         # The first replica in placement order leads first: crash it mid-merge, or a follower.
-        types = sorted({t for s in subscribers.values() for t in _types(s.split(":", 1)[1])})
         role = role_of(rng.sample(types, rng.randint(1, len(types))))
-        replicas = place(role, names, 3 if servers >= 3 else servers)
-        victim = replicas[0] if rng.random() < 0.6 else rng.choice(replicas[1:])
+        placed = place(role, servers, replicas)
+        victim = placed[0] if rng.random() < 0.6 else rng.choice(placed[1:])
         out.append(Fault("crash", rng.randint(0, window), (victim,)))
     if rng.random() < 0.4:
-        out.append(Fault("pause", rng.randint(0, window), (rng.choice(names),), rng.randint(30, 500)))
+        out.append(Fault("pause", rng.randint(0, window), (rng.choice(servers),), rng.randint(30, 500)))
     if rng.random() < 0.3:
-        side = tuple(rng.sample(names, rng.randint(1, servers // 2)))
+        side = tuple(rng.sample(servers, rng.randint(1, len(servers) // 2)))
         out.append(Fault("partition", rng.randint(0, window), side, rng.randint(30, 500)))
     return out
 
 
-__all__ = ["COMBINATIONS", "random_deployment"]
+__all__ = ["COMBINATIONS", "random_deployment", "random_faults"]

@@ -185,7 +185,11 @@ class Up:
 
 @dataclass(frozen=True, slots=True)
 class JoinRequest:
+    """``joiner`` asks for the state of a peer; ``keys``: its streams' consumer keys, which the
+    peer's must equal (identical conjunctions and options)."""
+
     joiner: str
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,7 +123,7 @@ class SubscriberClient:
     def start(self, now: int) -> list[Send]:
         self.started_at = now
         if self.peer is not None:
-            return [(self.peer, JoinRequest(self.name))]
+            return [(self.peer, JoinRequest(self.name, self.keys()))]
         return self._register_all(now)
 
     def _register_all(self, now: int) -> list[Send]:
@@ -153,7 +153,7 @@ class SubscriberClient:
         if isinstance(msg, Forward):
             return self._on_forward(msg)
         if isinstance(msg, JoinRequest):
-            return [(msg.joiner, self._join_state(msg.joiner))]
+            return [(msg.joiner, self._join_state(msg.joiner, msg.keys))]
         if isinstance(msg, JoinState):
             return self._on_join_state(msg, now)
         if isinstance(msg, Down):
@@ -232,8 +232,11 @@ class SubscriberClient:
 
     # --- joining from a peer ---------------------------------------------------------------------
 
-    def _join_state(self, joiner: str) -> JoinState:
-        if not all(s.started for s in self.streams.values()):
+    def keys(self) -> tuple[str, ...]:
+        return tuple(s.key for s in self.streams.values())
+
+    def _join_state(self, joiner: str, keys: tuple[str, ...]) -> JoinState:
+        if not self.started() or keys != self.keys():
             return JoinState(self.name, {}, {}, ok=False)
         marker = self.observer.snapshot_taken(self.name, joiner)
         return JoinState(
