@@ -21,11 +21,15 @@ DISPOSAL = ("I", "PI", "IP", "FP")
 COMBINATIONS = tuple(f"{m}+{d}" for m in MATCHING for d in DISPOSAL)
 
 
-def random_deployment(rng: random.Random, combination: str | None = None, *, faults: bool = True) -> Scenario:
-    """A deployment under one matching+disposal combination (random when not given)."""
+def random_deployment(
+    rng: random.Random, combination: str | None = None, *, faults: bool = True, staged: bool = False
+) -> Scenario:
+    """A deployment under one matching+disposal combination (random when not given), every
+    subscription ``covering staged`` with ``staged``."""
     lab = lab_scenario(rng)
     matching, disposal = (combination or rng.choice(COMBINATIONS)).split("+")
-    subscribers = {name: lab.subscription(name, matching, disposal) for name, _ in lab.processes}
+    extra = ", covering staged" if staged else ""
+    subscribers = {name: lab.subscription(name, matching, disposal, extra) for name, _ in lab.processes}
     used = sorted({e[0] for e in lab.events} | {t for _, cs in lab.processes for c in cs for a in c for t in _types(a)})
     publishers = [f"pub{k}" for k in range(1, rng.randint(1, 3) + 1)]
     publications = []
