@@ -54,6 +54,7 @@ class SimResult:
     messages: Counter[str] = field(default_factory=Counter)
     faults: list[Fault] = field(default_factory=list)
     root_events: dict[tuple[Role, int], Event] = field(default_factory=dict)
+    published_at: dict[str, int] = field(default_factory=dict)  # event id -> when its publisher sent it
 
     def stale_rejected(self) -> int:
         return sum(r.stale_rejected for reps in self.replicas.values() for r in reps.values())
@@ -131,6 +132,7 @@ class Simulation:
         self.messages: Counter[str] = Counter()
         self.next_seq: Counter[str] = Counter()
         self.reacted: Counter[str] = Counter()
+        self.published_at: dict[str, int] = {}
         self.late: set[str] = set()  # joiners: their start goes into the run log
 
     # --- observer of the clients -----------------------------------------------------------------
@@ -259,6 +261,7 @@ class Simulation:
             validated = self.validator.validate({**event, "publisher": publisher, "seq": seq})
         except Exception as exc:
             raise ValueError(f"publication by {publisher} at {self.now} ms: {exc}") from None
+        self.published_at.setdefault(validated.id, self.now)
         root = role_of([validated.type])
         self._send(publisher, [(p, Publish(publisher, seq, validated)) for p in self.placement(root)])
 
@@ -361,6 +364,7 @@ class Simulation:
             self.messages,
             list(self.scenario.faults),
             self.root_events,
+            self.published_at,
         )
         result.gaps = stream_gaps(result)
         return result

@@ -72,6 +72,7 @@ class Stream:
     progress: int = -1  # timestamp of the last entry received
     acked: int = -1
     fed: list[tuple[int, str]] = field(default_factory=list)  # (position, event id) fed to the engine
+    fed_at: list[int] = field(default_factory=list)  # when each was fed (the driver's clock)
 
 
 class SubscriberClient:
@@ -151,7 +152,7 @@ class SubscriberClient:
         if self.gone:
             return []
         if isinstance(msg, Forward):
-            return self._on_forward(msg)
+            return self._on_forward(msg, now)
         if isinstance(msg, JoinRequest):
             return [(msg.joiner, self._join_state(msg.joiner, msg.keys))]
         if isinstance(msg, JoinState):
@@ -195,7 +196,7 @@ class SubscriberClient:
 
     # --- streams -----------------------------------------------------------------------------------
 
-    def _on_forward(self, msg: Forward) -> list[Send]:
+    def _on_forward(self, msg: Forward, now: int) -> list[Send]:
         s = self.streams.get(msg.role)
         if s is None:
             raise ProtocolError(f"subscriber {self.name}: stream of {role_name(msg.role)} was never asked for")
@@ -205,17 +206,17 @@ class SubscriberClient:
                 s.progress = msg.ts
                 if self.started():
                     self.observer.joined(self.name, None, None)
-                self._release()
+                self._release(now)
             return []
         if msg.position <= s.position:
             return []  # a copy from the replica we read before failing over
         s.position, s.progress = msg.position, msg.ts
         if msg.kind == "event" and msg.event is not None:
             heapq.heappush(self.heap, (msg.ts, s.rank, msg.position, s.role, msg.event))
-        self._release()
+        self._release(now)
         return []
 
-    def _release(self) -> None:
+    def _release(self, now: int) -> None:
         if not all(s.started for s in self.streams.values()):
             return
         while self.heap:
@@ -227,6 +228,7 @@ class SubscriberClient:
             s = self.streams[role]
             s.released = position
             s.fed.append((position, event.id))
+            s.fed_at.append(now)
             for d in s.engine.publish(event):
                 self.observer.deliver(self.name, s.conjunctions[d.conjunction], tuple(d.ids))
 
