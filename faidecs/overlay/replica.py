@@ -81,6 +81,7 @@ class MergerReplica:
         heartbeat_every: int = 50,
         retry_every: int = 200,
         retain: int = 2000,
+        ack_every: int = 50,
         on_commit: CommitHook | None = None,
     ):
         self.role = role
@@ -94,6 +95,8 @@ class MergerReplica:
         self.heartbeat_every = heartbeat_every
         self.retry_every = retry_every
         self.retain = retain
+        self.ack_every = ack_every
+        self.last_ack = 0
         self.on_commit = on_commit
         # replication state
         self.epoch = 0
@@ -104,6 +107,7 @@ class MergerReplica:
         self.commit = -1
         self.committed_at: list[int] = []  # when each position became committed here
         self.holds: dict[str, int] = {}
+        self.commit_sent = -1
         self.recovery: dict[str, EpochState] = {}
         # inputs
         self.items: dict[ItemKey, Event | Filter | None] = {}  # None: dropped after every ack
@@ -188,10 +192,16 @@ class MergerReplica:
 
     def tick(self, now: int) -> list[Send]:
         out: list[Send] = []
+        ack = now - self.last_ack >= self.ack_every
+        if ack:
+            self.last_ack = now
         for side, parent in self.sides.items():
-            if self.received[side] > self.acked[side]:
+            if ack and self.received[side] > self.acked[side]:
                 self.acked[side] = self.received[side]
                 out += [(p, Ack(parent, self.key, self.me, self.received[side])) for p in self.placement(parent)]
+        if self.is_leading() and self.commit > self.commit_sent:
+            self.commit_sent = self.commit
+            out += [(p, Commit(self.role, self.epoch, self.commit)) for p in self.replicas if p != self.me]
         if self.is_leading():
             serves_subscribers = any(is_subscriber(c) for c in self.marks)
             if serves_subscribers and now - self.last_decided_at >= self.heartbeat_every:
@@ -371,8 +381,9 @@ class MergerReplica:
         new = lengths[self.majority - 1] - 1
         if new <= self.commit:
             return []
-        out: list[Send] = [(p, Commit(self.role, self.epoch, new)) for p in self.replicas if p != self.me]
-        return out + self._set_commit(new, now)
+        # Followers learn the commit index from the next decision, or from the next tick's Commit:
+        # one message per tick, not one per position.
+        return self._set_commit(new, now)
 
     def _set_commit(self, commit: int, now: int) -> list[Send]:
         if commit <= self.commit:

@@ -75,6 +75,7 @@ class SimConfig(BaseModel):
     notify_delay: int = Field(10, ge=1)
     retry_every: int = Field(200, ge=1)
     retain: int = Field(2000, ge=0)
+    ack_every: int = Field(50, ge=1)
     settle: int = Field(3000, ge=1)
     matcher: Literal["compiled", "reference"] = "compiled"
 

@@ -114,6 +114,7 @@ class Simulation:
                     heartbeat_every=config.heartbeat_every,
                     retry_every=config.retry_every,
                     retain=config.retain,
+                    ack_every=config.ack_every,
                     on_commit=self._committed if is_root(role) else None,
                 )
         self.by_key = {server: {r.key: r for r in reps.values()} for server, reps in self.replicas.items()}
@@ -275,6 +276,7 @@ class Simulation:
             matcher=self.config.matcher,
             peer=peer,
             retry_every=self.config.retry_every,
+            ack_every=self.config.ack_every,
             down=self.coordination.expired,
         )
         self.clients[name] = client

@@ -87,6 +87,7 @@ class SubscriberClient:
         matcher: str = "compiled",
         peer: str | None = None,
         retry_every: int = 200,
+        ack_every: int = 50,
         down: Iterable[str] = (),
     ):
         """``down``: the processes whose sessions are expired now (read from the coordination
@@ -98,6 +99,8 @@ class SubscriberClient:
         self.matcher = matcher
         self.peer = peer
         self.retry_every = retry_every
+        self.ack_every = ack_every
+        self.last_ack = 0
         self.down: set[str] = set(down)
         self.joined_from: str | None = None
         self.joining = peer is not None
@@ -178,7 +181,10 @@ class SubscriberClient:
         out: list[Send] = []
         if self.gone:
             return out
-        for s in self.streams.values():
+        ack = now - self.last_ack >= self.ack_every
+        if ack:
+            self.last_ack = now
+        for s in self.streams.values() if ack else ():
             # Acknowledge what a peer joining from us could still need: buffered entries are not done.
             held = [position for _, _, position, role, _ in self.heap if role == s.role]
             done = min(held) - 1 if held else s.position
