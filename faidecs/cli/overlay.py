@@ -8,7 +8,7 @@ import random
 import re
 import sys
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
@@ -31,13 +31,13 @@ def _spec(option: str, text: str, *, duration: bool) -> tuple[list[str], int, in
 
 
 def _random_events(types: dict[str, EventType], count: int, publishers: int, rng: random.Random) -> list[tuple[int, str, dict[str, Any]]]:
-    values = {
+    values: dict[Kind, Callable[[], Any]] = {
         Kind.INT: lambda: rng.randrange(5),
         Kind.FLOAT: lambda: round(rng.uniform(0, 5), 2),
         Kind.STR: lambda: rng.choice(("a", "b", "c")),
         Kind.BOOL: lambda: rng.random() < 0.5,
     }
-    out = []
+    out: list[tuple[int, str, dict[str, Any]]] = []
     time = 0
     names = sorted(types)
     for k in range(count):
@@ -49,7 +49,7 @@ def _random_events(types: dict[str, EventType], count: int, publishers: int, rng
 
 
 def _read_events(path: str) -> list[tuple[int, str, dict[str, Any]]]:
-    out = []
+    out: list[tuple[int, str, dict[str, Any]]] = []
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, start=1):
             if not line.strip():

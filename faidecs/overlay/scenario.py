@@ -66,17 +66,17 @@ class SimConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     seed: int = 0
-    replicas: int = Field(3, ge=1)
-    min_delay: int = Field(1, ge=1)
-    max_delay: int = Field(20, ge=1)
-    tick_every: int = Field(10, ge=1)
-    heartbeat_every: int = Field(40, ge=1)
-    session_timeout: int = Field(150, ge=1)
-    notify_delay: int = Field(10, ge=1)
-    retry_every: int = Field(200, ge=1)
-    retain: int = Field(2000, ge=0)
-    ack_every: int = Field(50, ge=1)
-    settle: int = Field(3000, ge=1)
+    replicas: int = Field(default=3, ge=1)
+    min_delay: int = Field(default=1, ge=1)
+    max_delay: int = Field(default=20, ge=1)
+    tick_every: int = Field(default=10, ge=1)
+    heartbeat_every: int = Field(default=40, ge=1)
+    session_timeout: int = Field(default=150, ge=1)
+    notify_delay: int = Field(default=10, ge=1)
+    retry_every: int = Field(default=200, ge=1)
+    retain: int = Field(default=2000, ge=0)
+    ack_every: int = Field(default=50, ge=1)
+    settle: int = Field(default=3000, ge=1)
     matcher: Literal["compiled", "reference"] = "compiled"
 
     @model_validator(mode="after")

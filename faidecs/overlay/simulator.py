@@ -198,16 +198,18 @@ class Simulation:
                 for replica in self.replicas[dst].values():
                     out += replica.handle(src, msg, self.now)
             elif isinstance(msg, Forward):
-                replica = self.by_key[dst].get(msg.consumer)
-                if replica is None:
-                    raise ProtocolError(f"{dst} got a stream of {role_name(msg.role)} for {msg.consumer}, which it does not host")
-                out = replica.handle(src, msg, self.now)
+                child = self.by_key[dst].get(msg.consumer)
+                if child is None:
+                    raise ProtocolError(
+                        f"{dst} got a stream of {role_name(msg.role)} for {msg.consumer}, which it does not host"
+                    )
+                out = child.handle(src, msg, self.now)
             else:
                 role = role_of([msg.event.type]) if isinstance(msg, Publish) else getattr(msg, "role", None)
-                replica = self.replicas[dst].get(role) if role is not None else None
-                if replica is None:
+                target = self.replicas[dst].get(role) if role is not None else None
+                if target is None:
                     raise ProtocolError(f"{dst} got {type(msg).__name__} for a role it does not host")
-                out = replica.handle(src, msg, self.now)
+                out = target.handle(src, msg, self.now)
         elif dst in self.clients:
             out = self.clients[dst].handle(src, msg, self.now)
         self._send(dst, out)

@@ -111,11 +111,11 @@ class Topology:
                         arrowprops={"arrowstyle": "->", "linestyle": style[kind], "color": "0.35"})
         by_name = {role_name(r): r for r in self.roles}
         for name, (x, y) in pos.items():
-            role = by_name.get(name)
-            text = self.label(role) if role else name
-            face = "#dddddd" if role and is_root(role) else ("#ffffff" if role else "#e8f0ff")
+            node = by_name.get(name)
+            text = self.label(node) if node else name
+            face = "#dddddd" if node and is_root(node) else ("#ffffff" if node else "#e8f0ff")
             ax.text(x, y, text, ha="center", va="center", fontsize=9,
-                    bbox={"boxstyle": "round" if role is None else "square", "facecolor": face, "edgecolor": "0.3"})
+                    bbox={"boxstyle": "round" if node is None else "square", "facecolor": face, "edgecolor": "0.3"})
         ax.set_xlim(0, 1)
         ax.set_ylim(-0.15, 1.15)
         ax.axis("off")

@@ -307,6 +307,24 @@ class Pump:
     outbox: dict[str, list[Message]] = field(default_factory=dict)
     delivered: list[tuple[str, str, Message]] = field(default_factory=list)
 
+    @staticmethod
+    def _for(replica: MergerReplica, msg: Message) -> bool:
+        """Dispatch as a server does: publications by event type, streams by consumer key,
+        notifications to every replica, the rest by role."""
+        if isinstance(msg, (Down, Up)):
+            return True
+        if isinstance(msg, Publish):
+            return replica.role == role_of([msg.event.type])
+        if isinstance(msg, Forward):
+            return replica.key == msg.consumer
+        return bool(replica.role == getattr(msg, "role", None))
+
+    def tick(self) -> None:
+        """Tick every replica (at the pump's time) and route what that sends."""
+        for (p, _), replica in self.replicas.items():
+            self.send(p, replica.tick(self.now))
+        self.run()
+
     def send(self, src: str, sends: list[Send]) -> None:
         for dest, msg in sends:
             self.queue.append((src, dest, msg))
@@ -319,8 +337,7 @@ class Pump:
             src, dest, msg = self.queue.popleft()
             if self.drop(src, dest, msg):
                 continue
-            role = getattr(msg, "role", None)
-            targets = [r for (p, rr), r in self.replicas.items() if p == dest and (role is None or rr == role)]
+            targets = [r for (p, role), r in self.replicas.items() if p == dest and self._for(r, msg)]
             if not targets:
                 self.outbox.setdefault(dest, []).append(msg)
                 continue
