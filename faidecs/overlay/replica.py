@@ -69,6 +69,7 @@ class _Link:
     consumer: str
     process: str
     sent: int  # last position examined for this link
+    sent_at: int = 0  # when it last got something: a filtered-out stretch still shows time passing
 
 
 class MergerReplica:
@@ -174,7 +175,10 @@ class MergerReplica:
             self.acks[(msg.consumer, msg.process)] = max(self.acks.get((msg.consumer, msg.process), -1), msg.after)
             return self._forward(now)
         if isinstance(msg, Disconnect):
+            # Sent to every replica: a consumer that left must not hold back dropping payloads.
             self.links.pop((msg.consumer, msg.process), None)
+            self.acks.pop((msg.consumer, msg.process), None)
+            self._trim(now)
             return []
         if isinstance(msg, Ack):
             k = (msg.consumer, msg.process)
@@ -472,7 +476,7 @@ class MergerReplica:
     def _forward(self, now: int) -> list[Send]:
         out: list[Send] = []
         for link in self.links.values():
-            out += self._forward_link(link)
+            out += self._forward_link(link, now)
         if self.on_commit is not None:
             while self.reported < self.commit:
                 d = self.decisions[self.reported + 1]
@@ -484,8 +488,9 @@ class MergerReplica:
         self._trim(now)
         return out
 
-    def _forward_link(self, link: _Link) -> list[Send]:
+    def _forward_link(self, link: _Link, now: int) -> list[Send]:
         out: list[Send] = []
+        sent = len(out)
         while link.sent < self.commit:
             pos = link.sent + 1
             d = self.decisions[pos]
@@ -501,6 +506,11 @@ class MergerReplica:
                     assert isinstance(payload, Event)
                     if f.passes(payload):
                         out.append((link.process, Forward(self.role, pos, d.ts, "event", payload, link.consumer)))
+                    elif is_subscriber(link.consumer) and now - link.sent_at >= self.heartbeat_every:
+                        # Busy with events this subscriber does not want: tell it time has passed,
+                        # or a disjunction would hold its other streams back until the merger idles.
+                        out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))
+                        link.sent_at = now
             elif d.kind == "mark" and d.consumer == link.consumer:
                 out.append(
                     (link.process, Forward(self.role, pos, d.ts, "mark", None, d.consumer, d.request, d.filter))
@@ -509,6 +519,8 @@ class MergerReplica:
                 if self.filter_at(link.consumer, pos) is not None:
                     out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))
             link.sent = pos
+        if len(out) > sent:
+            link.sent_at = now
         return out
 
     def _trim(self, now: int) -> None:

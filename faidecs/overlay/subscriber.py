@@ -149,7 +149,7 @@ class SubscriberClient:
     def leave(self) -> list[Send]:
         """Stop: disconnect from every stream. Mergers keep the filter (it only ever widens)."""
         self.gone = True
-        return [(s.reading, Disconnect(s.role, s.key, self.name)) for s in self.streams.values() if s.reading]
+        return [(p, Disconnect(s.role, s.key, self.name)) for s in self.streams.values() for p in self.placement(s.role)]
 
     def handle(self, sender: str, msg: Message, now: int) -> list[Send]:
         if self.gone:
