@@ -84,7 +84,10 @@ def failover(args: argparse.Namespace) -> list[dict[str, Any]]:
             config = SimConfig(seed=seed, matcher="reference", session_timeout=timeout)
             calm = simulate(Scenario(TYPES_SOURCE, {"s": "subscription S: A and B"}, publications), config)
             scenario = Scenario(
-                TYPES_SOURCE, {"s": "subscription S: A and B"}, publications, faults=[Fault("crash", crash_at, (leader,))]
+                TYPES_SOURCE,
+                {"s": "subscription S: A and B"},
+                publications,
+                faults=[Fault("crash", crash_at, (leader,))],
             )
             result = simulate(scenario, config)
             assert not result.gaps, [g.describe() for g in result.gaps]
@@ -122,9 +125,17 @@ def traffic(args: argparse.Namespace) -> list[dict[str, Any]]:
         result = simulate(scenario, SimConfig(seed=0, matcher="reference"))
         per = {k: round(v / args.events, 2) for k, v in sorted(result.messages.items())}
         merged = result.log_of(role_of(["A", "B"]))
-        rows.append({"subscription": label, "per_event": per, "total": round(sum(result.messages.values()) / args.events, 1),
-                     "events_in_conjunction_merger": sum(1 for d in merged if d.kind == "event")})
-        print(f"  {label}: {rows[-1]['total']} messages per event; ⊔[A,B] merged {rows[-1]['events_in_conjunction_merger']} of {args.events} events")
+        rows.append(
+            {
+                "subscription": label,
+                "per_event": per,
+                "total": round(sum(result.messages.values()) / args.events, 1),
+                "events_in_conjunction_merger": sum(1 for d in merged if d.kind == "event"),
+            }
+        )
+        print(
+            f"  {label}: {rows[-1]['total']} messages per event; ⊔[A,B] merged {rows[-1]['events_in_conjunction_merger']} of {args.events} events"
+        )
     return rows
 
 
@@ -163,7 +174,10 @@ def markdown(result: dict[str, Any]) -> str:
         kinds = ", ".join(f"{k} {v}" for k, v in r["per_event"].items())
         lines.append(f"| {r['subscription']} | {r['total']} | {r['events_in_conjunction_merger']} | {kinds} |")
     s = result["speed"]
-    lines += ["", f"Simulator: {s['runs_per_s']:.1f} random deployments/s, {s['messages_per_s']:.0f} messages/s (wall clock)."]
+    lines += [
+        "",
+        f"Simulator: {s['runs_per_s']:.1f} random deployments/s, {s['messages_per_s']:.0f} messages/s (wall clock).",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -30,7 +30,9 @@ def _spec(option: str, text: str, *, duration: bool) -> tuple[list[str], int, in
     return m["who"].split(","), int(m["at"]), int(m["dur"] or 0), m["how"] == "fresh"
 
 
-def _random_events(types: dict[str, EventType], count: int, publishers: int, rng: random.Random) -> list[tuple[int, str, dict[str, Any]]]:
+def _random_events(
+    types: dict[str, EventType], count: int, publishers: int, rng: random.Random
+) -> list[tuple[int, str, dict[str, Any]]]:
     values: dict[Kind, Callable[[], Any]] = {
         Kind.INT: lambda: rng.randrange(5),
         Kind.FLOAT: lambda: round(rng.uniform(0, 5), 2),
@@ -48,25 +50,40 @@ def _random_events(types: dict[str, EventType], count: int, publishers: int, rng
     return out
 
 
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as exc:
+        raise SpecError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+
+
 def _read_events(path: str) -> list[tuple[int, str, dict[str, Any]]]:
     out: list[tuple[int, str, dict[str, Any]]] = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SpecError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
-            if not isinstance(obj, dict):
-                raise SpecError(f"{path}:{number}: an event is a JSON object")
-            time = obj.pop("time", 10 * len(out))
-            publisher = obj.pop("publisher", "pub1")
-            if not isinstance(time, int) or isinstance(time, bool) or time < 0:
-                raise SpecError(f"{path}:{number}: 'time' must be a non-negative integer (virtual ms)")
-            if not isinstance(publisher, str) or not publisher:
-                raise SpecError(f"{path}:{number}: 'publisher' must be a non-empty string")
-            out.append((time, publisher, obj))
+    seen: dict[str, int] = {}
+    for number, line in enumerate(_read(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
+        if not isinstance(obj, dict):
+            raise SpecError(f"{path}:{number}: an event is a JSON object")
+        time = obj.pop("time", 10 * len(out))
+        publisher = obj.pop("publisher", "pub1")
+        if not isinstance(time, int) or isinstance(time, bool) or time < 0:
+            raise SpecError(f"{path}:{number}: 'time' must be a non-negative integer (virtual ms)")
+        if not isinstance(publisher, str) or not publisher:
+            raise SpecError(f"{path}:{number}: 'publisher' must be a non-empty string")
+        event_id = obj.get("id")
+        if isinstance(event_id, str) and event_id in seen:
+            raise SpecError(f"{path}:{number}: duplicate event id {event_id!r} (first on line {seen[event_id]})")
+        if isinstance(event_id, str):
+            seen[event_id] = number
+        out.append((time, publisher, obj))
     return out
 
 
@@ -86,12 +103,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from faidecs.overlay.scenario import Fault, Joiner, Scenario, SimConfig
     from faidecs.overlay.simulator import simulate
 
-    with open(args.program, encoding="utf-8") as f:
-        text = f.read()
-    program = compile_program(text, args.program)
+    program = compile_program(_read(args.program), args.program)
     subs = _subscribers(program)
     rng = random.Random(args.seed)
-    publications = _read_events(args.events) if args.events else _random_events(program.types, args.count, args.publishers, rng)
+    publications = (
+        _read_events(args.events) if args.events else _random_events(program.types, args.count, args.publishers, rng)
+    )
     servers = [f"m{k}" for k in range(1, args.servers + 1)]
     faults: list[Fault] = []
     for text_ in args.crash:
@@ -141,7 +158,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise SpecError(str(exc)) from None
     everyone = dict(subs)
-    everyone.update({j.process: compile_program(j.subscription, "<joiner>", known_types=program.types).subscriptions[0] for j in joiners})
+    everyone.update(
+        {
+            j.process: compile_program(j.subscription, "<joiner>", known_types=program.types).subscriptions[0]
+            for j in joiners
+        }
+    )
     if args.log:
         with open(args.log, "w", encoding="utf-8") as f:
             result.log.write(f)
@@ -156,8 +178,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_topology(args: argparse.Namespace) -> int:
     from faidecs.overlay.topology import Topology
 
-    with open(args.program, encoding="utf-8") as f:
-        program = compile_program(f.read(), args.program)
+    program = compile_program(_read(args.program), args.program)
     servers = [f"m{k}" for k in range(1, args.servers + 1)]
     if args.replicas > len(servers):
         raise SpecError(f"--replicas {args.replicas} needs at least as many --servers (got {len(servers)})")
@@ -182,7 +203,9 @@ def add_parser(sub: Any) -> None:
     overlay = sub.add_parser("overlay", help="the merging overlay: simulate a deployment, draw its mergers")
     osub = overlay.add_subparsers(dest="overlay_command", required=True)
 
-    sim = osub.add_parser("simulate", help="run a simulated deployment and check every property (exit 1 on a violation)")
+    sim = osub.add_parser(
+        "simulate", help="run a simulated deployment and check every property (exit 1 on a violation)"
+    )
     sim.add_argument("--program", required=True, help="program file: types and subscriptions (one subscriber each)")
     sim.add_argument("--seed", type=int, default=0, help="seed of delays, events and random faults (default 0)")
     sim.add_argument("--events", help="JSON lines: events, optionally with 'time' (virtual ms) and 'publisher'")
@@ -193,7 +216,11 @@ def add_parser(sub: Any) -> None:
     sim.add_argument("--crash", action="append", default=[], metavar="SERVER@T", help="crash a server at T ms")
     sim.add_argument("--pause", action="append", default=[], metavar="SERVER@T+D", help="pause a server for D ms")
     sim.add_argument(
-        "--partition", action="append", default=[], metavar="S1,S2@T+D", help="cut these servers off the others for D ms"
+        "--partition",
+        action="append",
+        default=[],
+        metavar="S1,S2@T+D",
+        help="cut these servers off the others for D ms",
     )
     sim.add_argument("--random-faults", action="store_true", help="add a seeded random fault schedule")
     sim.add_argument(

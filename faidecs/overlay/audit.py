@@ -31,14 +31,17 @@ class StreamGap:
     detail: str
 
     def describe(self) -> str:
-        return f"{self.process}, stream {role_name(self.role)}: {self.detail} (expected {self.expected}, got {self.got})"
+        return (
+            f"{self.process}, stream {role_name(self.role)}: {self.detail} (expected {self.expected}, got {self.got})"
+        )
 
 
 def committed_for(result: "SimResult", process: str, s: Stream) -> list[tuple[int, int, Event]]:
     """(ts, position, event) of every committed entry after the stream's start that its filter
     passes: what the stream must feed its engine, in order."""
     role = s.role
-    replica = result.replicas[result.placement[role][0]][role]
+    # Marks from the replica with the longest committed log: a crashed one may lack later marks.
+    replica = max((result.replicas[p][role] for p in result.placement[role]), key=lambda r: r.commit)
     out: list[tuple[int, int, Event]] = []
     for d in result.log_of(role):
         if d.kind != "event" or d.position <= s.start:
@@ -70,7 +73,9 @@ def stream_gaps(result: "SimResult") -> list[StreamGap]:
     return gaps
 
 
-def expected_deliveries(result: "SimResult", process: str, matcher: str = "reference") -> list[tuple[int, tuple[str, ...]]]:
+def expected_deliveries(
+    result: "SimResult", process: str, matcher: str = "reference"
+) -> list[tuple[int, tuple[str, ...]]]:
     """(conjunction, relation) in order: fresh embedded engines, one per merger stream of the
     subscription, fed the committed streams merged by (timestamp, stream rank, position). Only for
     subscribers that started with empty queues (not for those that joined from a peer)."""

@@ -191,7 +191,8 @@ class MergerReplica:
             self.down.discard(msg.process)
             if msg.process == self.me:  # our session had expired: upstream dropped our links
                 return [m for side in self.sides for m in self._read_from(side, now)]
-            return []
+            # A parent whose replicas were all down is read again as soon as one is back.
+            return [m for side, r in self.reading.items() if r is None for m in self._read_from(side, now)]
         raise ProtocolError(f"{role_name(self.role)} at {self.me}: unexpected {type(msg).__name__}")
 
     def tick(self, now: int) -> list[Send]:
@@ -200,6 +201,8 @@ class MergerReplica:
         if ack:
             self.last_ack = now
         for side, parent in self.sides.items():
+            if self.reading[side] is None:
+                out += self._read_from(side, now)
             if ack and self.received[side] > self.acked[side]:
                 self.acked[side] = self.received[side]
                 out += [(p, Ack(parent, self.key, self.me, self.received[side])) for p in self.placement(parent)]
@@ -293,7 +296,9 @@ class MergerReplica:
 
     def _append(self, d: Decision) -> None:
         if d.position != len(self.decisions):
-            raise ProtocolError(f"{role_name(self.role)} at {self.me}: decision {d.position} after {len(self.decisions)}")
+            raise ProtocolError(
+                f"{role_name(self.role)} at {self.me}: decision {d.position} after {len(self.decisions)}"
+            )
         self.decisions.append(d)
         self.last_ts = max(self.last_ts, d.ts)
         if d.kind in ("event", "upmark"):
@@ -512,9 +517,7 @@ class MergerReplica:
                         out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))
                         link.sent_at = now
             elif d.kind == "mark" and d.consumer == link.consumer:
-                out.append(
-                    (link.process, Forward(self.role, pos, d.ts, "mark", None, d.consumer, d.request, d.filter))
-                )
+                out.append((link.process, Forward(self.role, pos, d.ts, "mark", None, d.consumer, d.request, d.filter)))
             elif d.kind == "heartbeat" and is_subscriber(link.consumer):
                 if self.filter_at(link.consumer, pos) is not None:
                     out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))

@@ -31,7 +31,9 @@ def kept_properties(subscriptions: Iterable[Subscription]) -> list[str]:
 
 def topology_of(result: SimResult, subscriptions: dict[str, Subscription]) -> Topology:
     types = sorted({r[0] for r in result.roles if len(r) == 1})
-    return Topology.of(types, subscriptions, result.servers, len(next(iter(result.placement.values()))), result.leadership)
+    return Topology.of(
+        types, subscriptions, result.servers, len(next(iter(result.placement.values()))), result.leadership
+    )
 
 
 def judge(result: SimResult, subscriptions: dict[str, Subscription]) -> tuple[Report, list[str], list[str]]:
@@ -44,7 +46,10 @@ def judge(result: SimResult, subscriptions: dict[str, Subscription]) -> tuple[Re
 
 def render(result: SimResult, subscriptions: dict[str, Subscription]) -> str:
     report, kept, failed = judge(result, subscriptions)
-    lines = [f"seed {result.seed}: {len(result.servers)} servers, publications from {result.gate} ms, end {result.end} ms", ""]
+    lines = [
+        f"seed {result.seed}: {len(result.servers)} servers, publications from {result.gate} ms, end {result.end} ms",
+        "",
+    ]
     lines.append("topology (leader and epoch at the end):")
     lines += ["  " + line for line in topology_of(result, subscriptions).describe().splitlines()]
     lines.append("")

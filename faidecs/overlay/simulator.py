@@ -100,7 +100,10 @@ class Simulation:
         self.placement = placement
         self.recorder = RunRecorder(
             scenario.types_source,
-            {name: self.subscriptions[name].source or self.subscriptions[name].to_source() for name in self.subscriptions},
+            {
+                name: self.subscriptions[name].source or self.subscriptions[name].to_source()
+                for name in self.subscriptions
+            },
         )
         self.recorded: set[str] = set()
         self.root_events: dict[tuple[Role, int], Event] = {}
@@ -294,8 +297,8 @@ class Simulation:
             self.partitions.append((frozenset(fault.processes), self.now, self.now + fault.duration))
             return
         for p in fault.processes:
-            if self.state[p] != "up":
-                continue
+            if self.state[p] == "crashed" or (fault.kind == "pause" and self.state[p] != "up"):
+                continue  # a crash is for good, even of a paused process; a pause needs a running one
             self.state[p] = "crashed" if fault.kind == "crash" else "paused"
             self.incarnation[p] += 1
             self._at(self.now + self.config.session_timeout, "expire", (p, self.incarnation[p]))

@@ -119,7 +119,9 @@ class SubscriberClient:
             engine = Engine(program, matcher=matcher)
             conjs = [subscription.conjunctions[k] for k in indices]
             key = subscriber_key([c.text for c in conjs], options)
-            self.streams[role] = Stream(role, rank, key, union_all(Filter.of(c) for c in conjs), indices, engine, program)
+            self.streams[role] = Stream(
+                role, rank, key, union_all(Filter.of(c) for c in conjs), indices, engine, program
+            )
         self.heap: list[tuple[int, int, int, Role, Event]] = []
 
     # --- driving ---------------------------------------------------------------------------------
@@ -149,7 +151,9 @@ class SubscriberClient:
     def leave(self) -> list[Send]:
         """Stop: disconnect from every stream. Mergers keep the filter (it only ever widens)."""
         self.gone = True
-        return [(p, Disconnect(s.role, s.key, self.name)) for s in self.streams.values() for p in self.placement(s.role)]
+        return [
+            (p, Disconnect(s.role, s.key, self.name)) for s in self.streams.values() for p in self.placement(s.role)
+        ]
 
     def handle(self, sender: str, msg: Message, now: int) -> list[Send]:
         if self.gone:
@@ -174,13 +178,18 @@ class SubscriberClient:
             self.down.discard(msg.process)
             if msg.process == self.name:  # our session had expired: the mergers dropped our links
                 return [m for s in self.streams.values() for m in self._connect(s)]
-            return []
+            # A stream whose replicas were all down reads again as soon as one is back.
+            return [m for s in self.streams.values() if s.reading is None for m in self._connect(s)]
         return []  # merger-to-merger traffic never reaches a client; nothing else is for us
 
     def tick(self, now: int) -> list[Send]:
         out: list[Send] = []
         if self.gone:
             return out
+        if not self.joining:
+            for s in self.streams.values():
+                if s.reading is None:
+                    out += self._connect(s)
         ack = now - self.last_ack >= self.ack_every
         if ack:
             self.last_ack = now

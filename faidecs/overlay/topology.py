@@ -36,9 +36,7 @@ class Topology:
             for role in mine:
                 roles.update(ancestry(role))
         ordered = sorted(roles, key=lambda r: (len(r), r))
-        return Topology(
-            ordered, {r: place(r, servers, replicas) for r in ordered}, reads, dict(leaders or {})
-        )
+        return Topology(ordered, {r: place(r, servers, replicas) for r in ordered}, reads, dict(leaders or {}))
 
     def edges(self) -> list[tuple[str, str, str]]:
         """(from, to, kind): kind is ``left``, ``right`` or ``subscriber``."""
@@ -75,7 +73,9 @@ class Topology:
         lines = ["digraph faidecs {", "  rankdir=TB;", '  node [shape=box, fontname="Helvetica"];']
         for role in self.roles:
             label = self.label(role).replace("\n", "\\n")
-            lines.append(f'  "{role_name(role)}" [label="{label}"{", style=filled, fillcolor=lightgrey" if is_root(role) else ""}];')
+            lines.append(
+                f'  "{role_name(role)}" [label="{label}"{", style=filled, fillcolor=lightgrey" if is_root(role) else ""}];'
+            )
         for name in sorted(self.subscribers):
             lines.append(f'  "{name}" [shape=ellipse];')
         style = {"left": "solid", "right": "dashed", "subscriber": "dotted"}
@@ -107,15 +107,26 @@ class Topology:
         style = {"left": "-", "right": "--", "subscriber": ":"}
         for a, b, kind in self.edges():
             (x0, y0), (x1, y1) = pos[a], pos[b]
-            ax.annotate("", xy=(x1, y1 + 0.04), xytext=(x0, y0 - 0.04),
-                        arrowprops={"arrowstyle": "->", "linestyle": style[kind], "color": "0.35"})
+            ax.annotate(
+                "",
+                xy=(x1, y1 + 0.04),
+                xytext=(x0, y0 - 0.04),
+                arrowprops={"arrowstyle": "->", "linestyle": style[kind], "color": "0.35"},
+            )
         by_name = {role_name(r): r for r in self.roles}
         for name, (x, y) in pos.items():
             node = by_name.get(name)
             text = self.label(node) if node else name
             face = "#dddddd" if node and is_root(node) else ("#ffffff" if node else "#e8f0ff")
-            ax.text(x, y, text, ha="center", va="center", fontsize=9,
-                    bbox={"boxstyle": "round" if node is None else "square", "facecolor": face, "edgecolor": "0.3"})
+            ax.text(
+                x,
+                y,
+                text,
+                ha="center",
+                va="center",
+                fontsize=9,
+                bbox={"boxstyle": "round" if node is None else "square", "facecolor": face, "edgecolor": "0.3"},
+            )
         ax.set_xlim(0, 1)
         ax.set_ylim(-0.15, 1.15)
         ax.axis("off")

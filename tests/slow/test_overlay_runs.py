@@ -28,7 +28,9 @@ def _problems(seed: int) -> list[str]:
     scenario = random_deployment(random.Random(f"overlay:{seed}"), combination, staged=staged)
     simulation = Simulation(scenario, SimConfig(seed=seed, matcher="reference"))
     result = simulation.run()
-    where = f"seed {seed} ({combination}{', staged' if staged else ''}; faults: {[f.describe() for f in scenario.faults]})"
+    where = (
+        f"seed {seed} ({combination}{', staged' if staged else ''}; faults: {[f.describe() for f in scenario.faults]})"
+    )
     problems = [f"{where}: {g.describe()}" for g in result.gaps]
     kept = kept_properties(simulation.subscriptions.values())
     problems += [f"{where}: {p} violated" for p in check(result.log, kept).violated()]

@@ -232,7 +232,9 @@ def test_simulate_missing_program_file_is_an_error_message(tmp_path: Path, capsy
     assert "nope.fdc" in capsys.readouterr().err
     program = write(tmp_path / "prog.fdc", PROGRAM)
     missing_events = str(tmp_path / "nope.jsonl")
-    assert main(["overlay", "simulate", "--program", program, "--events", missing_events, "--matcher", "reference"]) == 1
+    assert (
+        main(["overlay", "simulate", "--program", program, "--events", missing_events, "--matcher", "reference"]) == 1
+    )
     assert "nope.jsonl" in capsys.readouterr().err
     assert main(["overlay", "topology", "--program", missing]) == 1
     assert "nope.fdc" in capsys.readouterr().err
@@ -244,7 +246,9 @@ def test_simulate_rejects_duplicate_event_ids(tmp_path: Path, capsys: pytest.Cap
     assert main(simulate(tmp_path, "--events", path)) == 1
     captured = capsys.readouterr()
     verdict = captured.out.rstrip().splitlines()[-1] if captured.out.strip() else ""
-    assert "duplicate" in captured.err.lower(), f"duplicate id e1 not rejected; the report blames the overlay: {verdict!r}"
+    assert "duplicate" in captured.err.lower(), (
+        f"duplicate id e1 not rejected; the report blames the overlay: {verdict!r}"
+    )
 
 
 # --- topology ---------------------------------------------------------------------------------------
