@@ -35,7 +35,7 @@ def _inversion(
 
 def type_total_order(view: RunView) -> list[Violation]:
     """No two streams deliver two events of one type in opposite orders."""
-    for a, b in view.stream_pairs():
+    for a, b in view.comparable_pairs():
         fa, fb = a.first_times(), b.first_times()
         by_type: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
         for event_id in fa.keys() & fb.keys() & view.events.keys():  # unpublished ids: No Creation's business
@@ -67,7 +67,7 @@ def _projected_times(stream: Stream, types: frozenset[str]) -> dict[tuple[str, .
 def conjunction_total_order(view: RunView) -> list[Violation]:
     """Streams whose conjunctions share a part Φ (Φ ∧ Φ' and Φ ∧ Φ'', type-disjoint extensions)
     deliver the relations they have in common on Φ in the same order."""
-    for a, b in view.stream_pairs():
+    for a, b in view.comparable_pairs():
         if a.options != b.options:
             continue
         for types in common_parts(a.conjunction, b.conjunction):
@@ -89,7 +89,7 @@ def conjunction_total_order(view: RunView) -> list[Violation]:
 
 def disjunction_total_order(view: RunView) -> list[Violation]:
     """Two processes that share two conjunctions deliver their relations in the same relative order."""
-    processes = sorted({s.process for s in view.streams.values()})
+    processes = sorted({s.process for s in view.streams.values() if not view.fresh_joiner(s.process)})
     for i, p in enumerate(processes):
         for q in processes[i + 1 :]:
             sp = [s for s in view.streams.values() if s.process == p]

@@ -85,6 +85,17 @@ class RunView:
         joined = self.log.joined.get(process)
         return joined[0] if joined is not None else 0
 
+    def fresh_joiner(self, process: str) -> bool:
+        """``process`` joined with empty queues: its deliveries come from another state than
+        everyone else's, so it is compared with no one (agreement and the total orders)."""
+        joined = self.log.joined.get(process)
+        return joined is not None and joined[1] is None
+
+    def comparable_pairs(self) -> Iterator[tuple[Stream, Stream]]:
+        for a, b in self.stream_pairs():
+            if not (self.fresh_joiner(a.process) or self.fresh_joiner(b.process)):
+                yield a, b
+
     def stream_pairs(self) -> Iterator[tuple[Stream, Stream]]:
         yield from combinations(self.streams.values(), 2)
 

@@ -1044,6 +1044,33 @@ def test_fresh_joiner_is_not_compared() -> None:
     assert agreement([Delivered(7, "j", 0, ("x2", "y2"))], joined={"j": (4, None)}) == []
 
 
+def test_total_orders_skip_a_fresh_joiner_but_not_a_peer_joiner() -> None:
+    """Two relations delivered in opposite orders: a violation of the total orders between two
+    processes present from the start, or with a joiner from a peer; none with a fresh joiner,
+    whose queues started from another state."""
+    opposite = [
+        Delivered(3, "p", 0, ("x1", "y1")),
+        Delivered(7, "p", 0, ("x2", "y2")),
+        Delivered(8, "j", 0, ("x2", "y2")),
+        Delivered(9, "j", 0, ("x1", "y1")),
+    ]
+    orders = ["Type Total Order", "Disjunction Total Order"]
+
+    def violated(joined: dict[str, tuple[int, str | None]]) -> list[str]:
+        log = RunLog(
+            LOG_TYPES,
+            {q: SUB for q in ("p", "j")},
+            [published(1, "x1", "T1"), published(2, "y1", "T2"), published(5, "x2", "T1"), published(6, "y2", "T2")],
+            opposite,
+            joined=joined,
+        )
+        return check(log, orders).violated()
+
+    assert violated({}) == ["Type Total Order"]  # one conjunction each: no disjunction to compare
+    assert violated({"j": (2, "p")}) == ["Type Total Order"]
+    assert violated({"j": (2, None)}) == []
+
+
 def test_leaver_owes_nothing_but_is_owed_what_it_delivered() -> None:
     """A leaver's missing relations are no violation; what it delivered the others owe."""
     later = [Delivered(3, "p", 0, ("x1", "y1")), Delivered(7, "p", 0, ("x2", "y2"))]
