@@ -1,0 +1,48 @@
+"""The type-merging overlay: mergers, placement, subscriber clients, replication, and the
+deterministic simulator that runs them (docs/overlay.md).
+
+>>> from faidecs.overlay import Scenario, SimConfig, simulate
+>>> result = simulate(
+...     Scenario(
+...         "type A(x: int)\\ntype B(x: int)\\n",
+...         {"s1": "subscription S1: A and B", "s2": "subscription S2: A and B"},
+...         [(0, "pub", {"id": "a1", "type": "A", "attrs": {"x": 1}}), (5, "pub", {"id": "b1", "type": "B", "attrs": {"x": 2}})],
+...     ),
+...     SimConfig(seed=1, matcher="reference"),
+... )
+>>> sorted((d.process, d.relation) for d in result.log.delivered)
+[('s1', ('a1', 'b1')), ('s2', ('a1', 'b1'))]
+"""
+
+from faidecs.overlay.coordination import Coordination, SimulatedCoordination
+from faidecs.overlay.filters import Filter
+from faidecs.overlay.placement import place
+from faidecs.overlay.replica import MergerReplica, ProtocolError
+from faidecs.overlay.roles import Role, conjunction_role, role_name, role_of
+from faidecs.overlay.scenario import Fault, Joiner, Reaction, Scenario, SimConfig
+from faidecs.overlay.simulator import SimResult, Simulation, SimulationError, simulate
+from faidecs.overlay.subscriber import SubscriberClient
+from faidecs.overlay.topology import Topology
+
+__all__ = [
+    "Coordination",
+    "Fault",
+    "Filter",
+    "Joiner",
+    "MergerReplica",
+    "ProtocolError",
+    "Reaction",
+    "Role",
+    "Scenario",
+    "SimConfig",
+    "SimResult",
+    "SimulatedCoordination",
+    "Simulation",
+    "SimulationError",
+    "SubscriberClient",
+    "Topology",
+    "conjunction_role",
+    "place",
+    "role_name",
+    "role_of",
+]
