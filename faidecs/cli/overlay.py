@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from typing import Any, Callable
 
+from faidecs.cli.main import _read_text
 from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Kind, Program, Subscription
@@ -50,20 +51,10 @@ def _random_events(
     return out
 
 
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as exc:
-        raise SpecError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-
-
 def _read_events(path: str) -> list[tuple[int, str, dict[str, Any]]]:
     out: list[tuple[int, str, dict[str, Any]]] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(_read(path).splitlines(), start=1):
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -103,7 +94,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from faidecs.overlay.scenario import Fault, Joiner, Scenario, SimConfig
     from faidecs.overlay.simulator import simulate
 
-    program = compile_program(_read(args.program), args.program)
+    program = compile_program(_read_text(args.program), args.program)
     subs = _subscribers(program)
     rng = random.Random(args.seed)
     publications = (
@@ -178,7 +169,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_topology(args: argparse.Namespace) -> int:
     from faidecs.overlay.topology import Topology
 
-    program = compile_program(_read(args.program), args.program)
+    program = compile_program(_read_text(args.program), args.program)
     servers = [f"m{k}" for k in range(1, args.servers + 1)]
     if args.replicas > len(servers):
         raise SpecError(f"--replicas {args.replicas} needs at least as many --servers (got {len(servers)})")
