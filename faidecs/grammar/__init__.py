@@ -77,6 +77,11 @@ def compile_program(
             continue
         sub, problems = normalise(checked)
         diagnostics.extend(problems)
+        if sub is not None and checked.partition_by is not None and checked.partition_span is not None:
+            before = len(diagnostics)
+            checker.check_partition(sub, checked.partition_by, checked.partition_span)
+            if len(diagnostics) > before:
+                continue
         if sub is not None:
             subscriptions.append(sub)
     if diagnostics:

@@ -33,7 +33,7 @@ class TypeDecl:
 
 @dataclass(frozen=True, slots=True)
 class OptionSetting:
-    key: str  # "matching" or "disposal"
+    key: str  # "matching", "disposal", "covering" or "partition" (value: the attribute)
     value: str
     span: Span = field(compare=False)
     value_span: Span = field(compare=False)

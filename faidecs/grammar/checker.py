@@ -25,6 +25,7 @@ from faidecs.grammar.model import (
     Negate,
     Predicate,
     Slot,
+    Subscription,
     Value,
     value_slots,
     value_text,
@@ -74,6 +75,8 @@ class CheckedSubscription:
     condition: Condition
     span: ast.Span
     source: str
+    partition_by: str | None = None
+    partition_span: ast.Span | None = None
 
 
 class _Invalid(Exception):
@@ -134,7 +137,35 @@ class Checker:
         condition = self._condition(decl.condition)
         if condition is None or len(self.diagnostics) > before:
             return None
-        return CheckedSubscription(decl.name, matching, disposal, covering, condition, decl.span, decl.source)
+        partition = next((o for o in decl.options if o.key == "partition"), None)
+        return CheckedSubscription(
+            decl.name,
+            matching,
+            disposal,
+            covering,
+            condition,
+            decl.span,
+            decl.source,
+            partition.value if partition else None,
+            partition.value_span if partition else None,
+        )
+
+    def check_partition(self, sub: Subscription, attribute: str, span: ast.Span) -> None:
+        """Every event type of the subscription has the partition attribute, with one kind."""
+        kinds: dict[str, list[str]] = {}
+        for type_name in sorted({t for c in sub.conjunctions for t in c.types}):
+            attr = next((a for a in self.types[type_name].attributes if a.name == attribute), None)
+            if attr is None:
+                self.error(
+                    f"partition by {attribute}: type {type_name} has no attribute {attribute!r}",
+                    span,
+                    hint="every event type of a partitioned subscription needs the attribute",
+                )
+            else:
+                kinds.setdefault(attr.kind.value, []).append(type_name)
+        if len(kinds) > 1:
+            found = "; ".join(f"{k} in {', '.join(ts)}" for k, ts in sorted(kinds.items()))
+            self.error(f"partition by {attribute}: the attribute's kind differs between types ({found})", span)
 
     def _options(self, options: tuple[ast.OptionSetting, ...]) -> tuple[Matching, Disposal, Covering]:
         matching, disposal, covering = DEFAULT_MATCHING, DEFAULT_DISPOSAL, Covering.PLAIN
@@ -148,6 +179,8 @@ class Checker:
                     matching = Matching(opt.value)
                 except ValueError:
                     self.error(f"unknown matching option {opt.value!r}", opt.value_span, hint="one of FR, MR, FRC, MRC")
+            elif opt.key == "partition":
+                pass  # the attribute is checked against the subscription's types once normalised
             elif opt.key == "disposal":
                 try:
                     disposal = Disposal(opt.value)

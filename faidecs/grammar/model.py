@@ -278,14 +278,17 @@ class Subscription:
     conjunctions: tuple[Conjunction, ...]  # as written, duplicates removed
     source: str = field(compare=False, default="")
     covering: Covering = Covering.PLAIN
+    #: ``partition by`` attribute: one independent set of queues per value of it (None: one set).
+    partition_by: str | None = None
 
     def to_source(self) -> str:
         """The normal form as a declaration in the language; it compiles to an equal subscription."""
         condition = " or ".join(c.condition_text() for c in self.conjunctions)
         staged = ", covering staged" if self.covering is Covering.STAGED else ""
+        partition = f", partition by {self.partition_by}" if self.partition_by else ""
         return (
-            f"subscription {self.name} (matching {self.matching.value}, disposal {self.disposal.value}{staged}): "
-            f"{condition}"
+            f"subscription {self.name} (matching {self.matching.value}, disposal {self.disposal.value}{staged}"
+            f"{partition}): {condition}"
         )
 
     @property

@@ -93,4 +93,7 @@ def normalise(sub: CheckedSubscription) -> tuple[Subscription | None, list[Diagn
         kept.append(conj)
     if diagnostics:
         return None, diagnostics
-    return Subscription(sub.name, sub.matching, sub.disposal, tuple(kept), sub.source, sub.covering), []
+    return (
+        Subscription(sub.name, sub.matching, sub.disposal, tuple(kept), sub.source, sub.covering, sub.partition_by),
+        [],
+    )

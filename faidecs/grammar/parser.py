@@ -28,6 +28,8 @@ _TERMINAL_NAMES = {
     "MATCHING": "'matching'",
     "DISPOSAL": "'disposal'",
     "COVERING": "'covering'",
+    "PARTITION": "'partition'",
+    "BY": "'by'",
     "TRUE": "'true'",
     "FALSE": "'false'",
     "LPAR": "'('",

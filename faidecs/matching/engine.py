@@ -8,7 +8,7 @@ The order of ``publish`` calls is the total order all guarantees refer to.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from faidecs.errors import EventError, FaidecsError, QueueOverflowError, SnapshotError, SubscriptionNotFound
 from faidecs.grammar import compile_program
@@ -22,6 +22,7 @@ from faidecs.matching.conjunction_state import (
 )
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.events import Event, EventValidator
+from faidecs.matching.partitioned_state import PartitionedConjunctionState
 from faidecs.matching.reference import ReferenceMatcher
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ SNAPSHOT_FORMAT = "faidecs.snapshot/2"
 @dataclass(slots=True)
 class _SubscriptionState:
     subscription: Subscription
-    conjunctions: list[AnyConjunctionState]  # as written
+    conjunctions: list[AnyConjunctionState | PartitionedConjunctionState]  # as written
     order: tuple[int, ...]  # canonical evaluation order
     bounds: Bounds
 
@@ -106,14 +107,20 @@ class Engine:
 
     def _add(self, sub: Subscription) -> None:
         bounds = self._bounds.get(sub.name, self._bounds.get("", UNBOUNDED))
-        states: list[AnyConjunctionState] = []
+        states: list[AnyConjunctionState | PartitionedConjunctionState] = []
         for index, c in enumerate(sub.conjunctions):
 
             def make(part: Conjunction, index: int = index) -> PlainState:
                 return self._plain_state(part, sub, bounds, index)
 
-            staged = sub.covering is Covering.STAGED and len(c.components()) > 1
-            states.append(StagedConjunctionState(c, make) if staged else make(c))
+            def whole(c: Conjunction = c, make: Callable[[Conjunction], PlainState] = make) -> AnyConjunctionState:
+                staged = sub.covering is Covering.STAGED and len(c.components()) > 1
+                return StagedConjunctionState(c, make) if staged else make(c)
+
+            if sub.partition_by is not None:
+                states.append(PartitionedConjunctionState(c, sub.partition_by, self._types, whole))
+            else:
+                states.append(whole())
         self._subscriptions[sub.name] = _SubscriptionState(sub, states, sub.evaluation_order, bounds)
         self._index_types()
 
@@ -151,11 +158,26 @@ class Engine:
         staged conjunction, one entry per component, joined by ``+``)."""
 
         def kind(state: Any) -> str:
+            if isinstance(state, PartitionedConjunctionState):
+                # Partitions appear with their values; the first one's matcher stands for all.
+                return kind(next(iter(state.parts.values()))) if state.parts else self._kind(state.conjunction)
             if isinstance(state, StagedConjunctionState):
                 return "+".join(kind(p) for p in state.parts)
             return "reference" if isinstance(state, ConjunctionState) else "compiled"
 
         return {name: [kind(c) for c in s.conjunctions] for name, s in self._subscriptions.items()}
+
+    def _kind(self, c: Conjunction) -> str:
+        """The matcher a new state of ``c`` would use."""
+        if self.matcher != "compiled":
+            return "reference"
+        from faidecs.matching.kernel_source import NotCompilable, generate
+
+        try:
+            generate(c, self._types)
+        except NotCompilable:
+            return "reference"
+        return "compiled"
 
     def subscribe(self, text: str) -> list[str]:
         """Add the subscriptions (and any new types) declared in ``text`` at run time; they start
@@ -172,8 +194,8 @@ class Engine:
         if name not in self._subscriptions:
             raise SubscriptionNotFound(f"no subscription named {name!r}")
         gone = self._subscriptions.pop(name)
-        parts = [p for c in gone.conjunctions for p in (c.parts if isinstance(c, StagedConjunctionState) else [c])]
-        self._compiled = [c for c in self._compiled if all(c is not p for p in parts)]
+        parts = {id(p) for c in gone.conjunctions for p in _plain_states(c)}
+        self._compiled = [c for c in self._compiled if id(c) not in parts]
         self._index_types()
 
     # --- events ----------------------------------------------------------------------------
@@ -314,6 +336,17 @@ class Engine:
                 except (EventError, SnapshotError) as exc:
                     raise SnapshotError(f"subscription {name}, conjunction {k}: {exc}") from None
         return engine
+
+
+def _plain_states(state: Any) -> Iterator[Any]:
+    """The plain (reference or compiled) states inside a conjunction's state."""
+    if isinstance(state, PartitionedConjunctionState):
+        for part in state.parts.values():
+            yield from _plain_states(part)
+    elif isinstance(state, StagedConjunctionState):
+        yield from state.parts
+    else:
+        yield state
 
 
 def _check_bounds(bounds: BoundsSpec, names: set[str]) -> dict[str, Bounds]:

@@ -107,7 +107,10 @@ class SubscriberClient:
         self.last_register = 0
         self.gone = False
         self.started_at = 0
-        options = f"{subscription.matching.value}+{subscription.disposal.value}+{subscription.covering.value}"
+        options = (
+            f"{subscription.matching.value}+{subscription.disposal.value}+{subscription.covering.value}"
+            f"+{subscription.partition_by or ''}"
+        )
         by_role: dict[Role, list[int]] = {}
         for k, conj in enumerate(subscription.conjunctions):
             by_role.setdefault(conjunction_role(conj), []).append(k)

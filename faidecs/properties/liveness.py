@@ -147,6 +147,8 @@ def event_validity(view: RunView) -> list[Violation]:
 def _held(state: dict[str, Any]) -> set[str]:
     """Ids a conjunction still holds: its queues, and for a staged conjunction the component
     relations waiting to be joined."""
+    if "partitions" in state:  # a partitioned conjunction: every partition's queues
+        return {i for part in state["partitions"].values() for i in _held(part)}
     held = {i for key, ids in state.items() if key != "staged" for i in ids}
     for waiting in state.get("staged", []):
         for relation in waiting:
