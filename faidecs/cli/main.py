@@ -268,6 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     from faidecs.cli.overlay import add_parser as add_overlay
 
     add_overlay(sub)
+
+    from faidecs.cli.spark import add_parser as add_spark
+
+    add_spark(sub)
     return parser
 
 

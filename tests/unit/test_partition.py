@@ -38,7 +38,9 @@ def _case(seed: int) -> tuple[str, str, list[dict[str, Any]]]:
 
 
 def _partitioned(options: str, condition: str, events: list[dict[str, Any]], matcher: str) -> list[Any]:
-    engine = Engine.from_source(TYPES_SOURCE + f"subscription S ({options}, partition by k): {condition}", matcher=matcher)
+    engine = Engine.from_source(
+        TYPES_SOURCE + f"subscription S ({options}, partition by k): {condition}", matcher=matcher
+    )
     out = []
     for n, e in enumerate(events):
         for d in engine.publish(e):
@@ -119,7 +121,9 @@ def test_state_json_shows_each_partition() -> None:
     assert [d.ids for d in engine.publish({"id": "t1", "type": "T", "attrs": {"symbol": "XYZ", "n": 3}})] == [
         ["q2", "t1"]
     ]
-    assert engine.state_json() == {"S": [{"partitions": {'"ACME"': {"Q": ["q1"], "T": []}, '"XYZ"': {"Q": [], "T": []}}}]}
+    assert engine.state_json() == {
+        "S": [{"partitions": {'"ACME"': {"Q": ["q1"], "T": []}, '"XYZ"': {"Q": [], "T": []}}}]
+    }
 
 
 @pytest.mark.parametrize(

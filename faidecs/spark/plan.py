@@ -1,0 +1,84 @@
+"""What the Spark pipeline runs for a program: its mergers (as in the overlay) and, for each, the
+part of every subscription that the merger serves.
+
+A merger is the type set of a conjunction (``⊔𝕋(Φ)``); conjunctions with the same type set are
+evaluated together, in one pass, by one engine holding those conjunctions of every subscription.
+A conjunction's state depends only on the events of its own types in the total order, so each
+merger's engine gives exactly the deliveries the embedded engine gives for those conjunctions; the
+pipeline puts them back in the embedded engine's order by (event order, subscription in
+declaration order, conjunction in canonical evaluation order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from faidecs.grammar import compile_program
+from faidecs.grammar.model import EventType, Kind, Program, Subscription
+from faidecs.overlay.roles import Role, conjunction_role, role_name
+
+SPARK_KINDS = {Kind.INT: "bigint", Kind.FLOAT: "double", Kind.STR: "string", Kind.BOOL: "boolean"}
+
+
+def column(type_name: str, attribute: str) -> str:
+    """The flat column of one attribute of one type (types may share attribute names)."""
+    return f"{type_name}__{attribute}"
+
+
+@dataclass(frozen=True)
+class Part:
+    """The conjunctions of one subscription that one merger serves."""
+
+    subscription: Subscription  # restricted to those conjunctions (source: its normal form)
+    indices: tuple[int, ...]  # their numbers in the whole subscription, as written
+    declared: int  # the subscription's place in the program
+    ranks: tuple[int, ...]  # their places in the subscription's canonical evaluation order
+
+
+@dataclass(frozen=True)
+class Merger:
+    role: Role
+    parts: tuple[Part, ...]
+    partition_by: str | None  # every part partitioned by this attribute: the merger splits by value
+
+    @property
+    def name(self) -> str:
+        return role_name(self.role)
+
+    def program(self, types: dict[str, EventType]) -> Program:
+        return Program(dict(types), tuple(p.subscription for p in self.parts))
+
+
+@dataclass(frozen=True)
+class Plan:
+    types: dict[str, EventType]
+    subscriptions: tuple[Subscription, ...]
+    mergers: tuple[Merger, ...]
+
+    @staticmethod
+    def of(text: str, filename: str = "<program>") -> "Plan":
+        program = compile_program(text, filename)
+        by_role: dict[Role, list[Part]] = {}
+        for declared, sub in enumerate(program.subscriptions):
+            evaluation = sub.evaluation_order
+            groups: dict[Role, list[int]] = {}
+            for k, conj in enumerate(sub.conjunctions):
+                groups.setdefault(conjunction_role(conj), []).append(k)
+            for role, indices in groups.items():
+                part = replace(sub, conjunctions=tuple(sub.conjunctions[k] for k in indices))
+                part = replace(part, source=part.to_source())
+                ranks = tuple(evaluation.index(k) for k in indices)
+                by_role.setdefault(role, []).append(Part(part, tuple(indices), declared, ranks))
+        mergers = []
+        for role in sorted(by_role, key=lambda r: (len(r), r)):
+            parts = tuple(by_role[role])
+            attrs = {p.subscription.partition_by for p in parts}
+            mergers.append(Merger(role, parts, attrs.pop() if len(attrs) == 1 else None))
+        return Plan(dict(program.types), program.subscriptions, tuple(mergers))
+
+    def columns(self) -> list[tuple[str, str]]:
+        """(flat column, Spark SQL type) of every attribute of every type."""
+        return [(column(t.name, a.name), SPARK_KINDS[a.kind]) for t in self.types.values() for a in t.attributes]
+
+
+__all__ = ["Merger", "Part", "Plan", "SPARK_KINDS", "column"]
