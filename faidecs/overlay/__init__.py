@@ -45,4 +45,5 @@ __all__ = [
     "place",
     "role_name",
     "role_of",
+    "simulate",
 ]

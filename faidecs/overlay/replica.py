@@ -495,7 +495,6 @@ class MergerReplica:
 
     def _forward_link(self, link: _Link, now: int) -> list[Send]:
         out: list[Send] = []
-        sent = len(out)
         while link.sent < self.commit:
             pos = link.sent + 1
             d = self.decisions[pos]
@@ -522,7 +521,7 @@ class MergerReplica:
                 if self.filter_at(link.consumer, pos) is not None:
                     out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))
             link.sent = pos
-        if len(out) > sent:
+        if out:
             link.sent_at = now
         return out
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from faidecs.grammar.model import Conjunction
+from dataclasses import replace
+
+from faidecs.grammar.model import Conjunction, Subscription
 
 Role = tuple[str, ...]
 
@@ -28,6 +30,20 @@ def role_of(types: Iterable[str]) -> Role:
 def conjunction_role(conj: Conjunction) -> Role:
     """The merger a subscriber to ``conj`` registers at: ``PROCESS(⊔𝕋(Φ))``."""
     return role_of(conj.types)
+
+
+def split_by_role(sub: Subscription) -> list[tuple[Role, tuple[int, ...], Subscription]]:
+    """``sub`` split by the merger that serves each conjunction, roles in order: the numbers of
+    the conjunctions (as written) at that merger, and ``sub`` restricted to them (its source is
+    the restricted normal form, so an engine's snapshot of it restores)."""
+    groups: dict[Role, list[int]] = {}
+    for k, conj in enumerate(sub.conjunctions):
+        groups.setdefault(conjunction_role(conj), []).append(k)
+    out = []
+    for role, indices in sorted(groups.items()):
+        part = replace(sub, conjunctions=tuple(sub.conjunctions[k] for k in indices))
+        out.append((role, tuple(indices), replace(part, source=part.to_source())))
+    return out
 
 
 def is_root(role: Role) -> bool:
@@ -55,4 +71,4 @@ def role_name(role: Role) -> str:
     return f"[{role[0]}]" if is_root(role) else "⊔[" + ",".join(role) + "]"
 
 
-__all__ = ["Role", "ancestry", "conjunction_role", "is_root", "parents", "role_name", "role_of"]
+__all__ = ["Role", "ancestry", "conjunction_role", "is_root", "parents", "role_name", "role_of", "split_by_role"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from faidecs.errors import EventError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Subscription
 from faidecs.matching.events import Event, EventValidator
@@ -265,7 +266,7 @@ class Simulation:
         self.next_seq[publisher] += 1
         try:
             validated = self.validator.validate({**event, "publisher": publisher, "seq": seq})
-        except Exception as exc:
+        except EventError as exc:
             raise ValueError(f"publication by {publisher} at {self.now} ms: {exc}") from None
         self.published_at.setdefault(validated.id, self.now)
         root = role_of([validated.type])

@@ -16,7 +16,7 @@ peer delivers after that point.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
 from faidecs.grammar.model import EventType, Program, Subscription
@@ -38,7 +38,7 @@ from faidecs.overlay.messages import (
     Up,
 )
 from faidecs.overlay.replica import Placement, ProtocolError
-from faidecs.overlay.roles import Role, conjunction_role, role_name
+from faidecs.overlay.roles import Role, role_name, split_by_role
 
 
 class Observer(Protocol):
@@ -111,19 +111,13 @@ class SubscriberClient:
             f"{subscription.matching.value}+{subscription.disposal.value}+{subscription.covering.value}"
             f"+{subscription.partition_by or ''}"
         )
-        by_role: dict[Role, list[int]] = {}
-        for k, conj in enumerate(subscription.conjunctions):
-            by_role.setdefault(conjunction_role(conj), []).append(k)
         self.streams: dict[Role, Stream] = {}
-        for rank, (role, indices) in enumerate(sorted(by_role.items())):
-            part = replace(subscription, conjunctions=tuple(subscription.conjunctions[k] for k in indices))
-            part = replace(part, source=part.to_source())
+        for rank, (role, indices, part) in enumerate(split_by_role(subscription)):
             program = Program(dict(types), (part,))
             engine = Engine(program, matcher=matcher)
-            conjs = [subscription.conjunctions[k] for k in indices]
-            key = subscriber_key([c.text for c in conjs], options)
+            key = subscriber_key([c.text for c in part.conjunctions], options)
             self.streams[role] = Stream(
-                role, rank, key, union_all(Filter.of(c) for c in conjs), indices, engine, program
+                role, rank, key, union_all(Filter.of(c) for c in part.conjunctions), list(indices), engine, program
             )
         self.heap: list[tuple[int, int, int, Role, Event]] = []
 

@@ -11,11 +11,11 @@ declaration order, conjunction in canonical evaluation order).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Kind, Program, Subscription
-from faidecs.overlay.roles import Role, conjunction_role, role_name
+from faidecs.overlay.roles import Role, split_by_role
 
 SPARK_KINDS = {Kind.INT: "bigint", Kind.FLOAT: "double", Kind.STR: "string", Kind.BOOL: "boolean"}
 
@@ -41,10 +41,6 @@ class Merger:
     parts: tuple[Part, ...]
     partition_by: str | None  # every part partitioned by this attribute: the merger splits by value
 
-    @property
-    def name(self) -> str:
-        return role_name(self.role)
-
     def program(self, types: dict[str, EventType]) -> Program:
         return Program(dict(types), tuple(p.subscription for p in self.parts))
 
@@ -61,24 +57,15 @@ class Plan:
         by_role: dict[Role, list[Part]] = {}
         for declared, sub in enumerate(program.subscriptions):
             evaluation = sub.evaluation_order
-            groups: dict[Role, list[int]] = {}
-            for k, conj in enumerate(sub.conjunctions):
-                groups.setdefault(conjunction_role(conj), []).append(k)
-            for role, indices in groups.items():
-                part = replace(sub, conjunctions=tuple(sub.conjunctions[k] for k in indices))
-                part = replace(part, source=part.to_source())
+            for role, indices, part in split_by_role(sub):
                 ranks = tuple(evaluation.index(k) for k in indices)
-                by_role.setdefault(role, []).append(Part(part, tuple(indices), declared, ranks))
+                by_role.setdefault(role, []).append(Part(part, indices, declared, ranks))
         mergers = []
         for role in sorted(by_role, key=lambda r: (len(r), r)):
             parts = tuple(by_role[role])
             attrs = {p.subscription.partition_by for p in parts}
             mergers.append(Merger(role, parts, attrs.pop() if len(attrs) == 1 else None))
         return Plan(dict(program.types), program.subscriptions, tuple(mergers))
-
-    def columns(self) -> list[tuple[str, str]]:
-        """(flat column, Spark SQL type) of every attribute of every type."""
-        return [(column(t.name, a.name), SPARK_KINDS[a.kind]) for t in self.types.values() for a in t.attributes]
 
 
 __all__ = ["Merger", "Part", "Plan", "SPARK_KINDS", "column"]
