@@ -48,7 +48,7 @@ class BatchResult:
     groups: list[BatchGroup]
     order: np.ndarray
     _batch_ids: Any = field(repr=False)  # callable: batch positions -> ids
-    _older_ids: dict[int, str] = field(repr=False)
+    _older: dict[int, Event] = field(repr=False)  # events published before the batch, in its relations
 
     def __len__(self) -> int:
         return len(self.order)
@@ -61,8 +61,13 @@ class BatchResult:
         if inside.any():
             out[inside] = self._batch_ids(flat[inside] - self.first_arrival)
         for k in np.flatnonzero(~inside):
-            out[k] = self._older_ids[int(flat[k])]
+            out[k] = self._older[int(flat[k])].id
         return out.reshape(np.shape(arrivals))
+
+    def older_event(self, arrival: int) -> Event:
+        """An event published before the batch that is part of one of its relations (the batch's
+        own events are the caller's rows: ``arrival - first_arrival``)."""
+        return self._older[arrival]
 
     def deliveries(self) -> list[tuple[str, int, tuple[str, ...]]]:
         """``(subscription, conjunction, ids)`` in delivery order (convenient, not fast)."""
@@ -177,7 +182,7 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
         return event
 
     groups: list[BatchGroup] = []
-    older_ids: dict[int, str] = {}  # ids of events published before the batch, in its relations
+    older: dict[int, Event] = {}  # events published before the batch, in its relations
     # Conjunctions run one after another over the whole batch, so the overflow to report is the
     # one the earliest event caused (then the first in delivery order), as publishing event by
     # event would have reported it.
@@ -210,7 +215,7 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
                 if relation is not None:
                     positions.append(b)
                     arrivals.append(conj.last_arrivals)
-                    older_ids.update((a, e.id) for a, e in zip(conj.last_arrivals, relation) if a < first)
+                    older.update((a, e) for a, e in zip(conj.last_arrivals, relation) if a < first)
             groups.append(
                 BatchGroup(
                     sub.name,
@@ -225,8 +230,8 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
         raise min(overflows, key=lambda o: o[:2])[2]
     for g in groups:
         for a in np.unique(g.arrivals[g.arrivals < first]).tolist():
-            if a not in older_ids:
-                older_ids[a] = context.event(a).id
+            if a not in older:
+                older[a] = context.event(a)
     if engine._context is not None:
         # The batch's events stay reachable (as rows) for later relations, state and snapshots.
         context.batches.append(rows_of_batch)
@@ -238,4 +243,4 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
     row_of = np.concatenate([np.arange(len(g.positions)) for g in groups]) if groups else np.zeros(0, np.int64)
     ranking = np.lexsort((group_of, position))
     order_out = np.stack([group_of[ranking], row_of[ranking]], axis=1).astype(np.int64)
-    return BatchResult(first, size, groups, order_out, batch_ids, older_ids)
+    return BatchResult(first, size, groups, order_out, batch_ids, older)

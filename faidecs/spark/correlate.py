@@ -1,135 +1,239 @@
 """Correlation on Spark: every merger's events, in the total order, through the compiled matcher.
 
 Rows of the flat table (see :mod:`faidecs.spark.ingest`) are copied to each merger whose types
-include theirs, grouped by (program, merger, partition value when every subscription at the
-merger is partitioned by the same attribute), and each group runs through one engine in one call
-of ``publish_batch`` inside a pandas UDF: Arrow batches in, columns to the matcher, no Python
-object per event. Mergers (and partition values) run in parallel. The deliveries are sorted back
-into the embedded engine's order.
+include theirs and whose propagated unary predicates they pass (:mod:`faidecs.spark.pushdown`), in
+one pass over the input. The copies are hash-partitioned by group (program, merger, and partition
+value when every subscription at the merger is partitioned by the same attribute) and sorted by
+(group, order) within each partition, and ``mapInPandas`` walks each partition's Arrow batches:
+a group's rows run through one engine (:class:`GroupRun`), batch after batch, by ``publish_batch``
+(columns to the matcher, no Python object per event), so memory is bounded by a batch, not a
+group. Groups run in parallel. The deliveries are sorted back into the embedded engine's order.
 """
 
 from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from faidecs.grammar.model import Kind
 from faidecs.matching.engine import Engine
+from faidecs.matching.events import Event
 from faidecs.spark.plan import Plan, column
+from faidecs.spark.pushdown import column_sql, merger_filter, type_condition_sql
 
 DELIVERY_SCHEMA = (
     "program int, order long, declared int, rank int, subscription string, conjunction int, "
     "relation array<string>, events string"
 )
+GROUP = ["program", "_merger", "_key"]
+# Programs routed by one expression: past a few dozen, the generated code outgrows what Janino
+# compiles and Spark falls back to interpreting it, slowly.
+PROGRAMS_PER_SCAN = 16
+_NUMPY = {Kind.INT: np.int64, Kind.FLOAT: np.float64, Kind.BOOL: bool, Kind.STR: object}
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1024)
 def _plan(text: str) -> Plan:
     return Plan.of(text)
+
+
+def routed(flat: Any, programs: Mapping[int, str]) -> Any | None:
+    """Each row copied to the mergers that need it, with columns ``program``, ``_merger``,
+    ``_key``, ``order``, ``type``, ``id`` and the attributes (None: no merger needs any row)."""
+    from pyspark.sql import functions as F
+
+    attrs = [c for c in flat.columns if "__" in c]
+    pids = sorted(programs)
+    pieces = []
+    for start in range(0, len(pids), PROGRAMS_PER_SCAN):
+        chunk = pids[start : start + PROGRAMS_PER_SCAN]
+        routes = route_sql({pid: programs[pid] for pid in chunk})
+        if routes is None:
+            continue
+        rows = flat.where(F.col("program").isin(chunk)) if len(chunk) < len(pids) else flat
+        pieces.append(
+            rows.select("program", "order", "type", "id", *attrs, F.explode(F.expr(routes)).alias("_r")).select(
+                "program", F.col("_r.m").alias("_merger"), F.col("_r.k").alias("_key"), "order", "type", "id", *attrs
+            )
+        )
+    if not pieces:
+        return None
+    out = pieces[0]
+    for more in pieces[1:]:
+        out = out.unionByName(more)
+    return out
 
 
 def correlate(flat: Any, programs: Mapping[int, str], *, matcher: str = "compiled", with_events: bool = True) -> Any:
     """Deliveries of every program on its events (``flat`` has a ``program`` column), as a
     DataFrame in :data:`DELIVERY_SCHEMA`, sorted as the embedded engine delivers them."""
-    from pyspark.sql import functions as F
-
     texts = dict(programs)
-    pieces = []
-    for pid, text in texts.items():
-        plan = _plan(text)
-        mine = flat.where(F.col("program") == pid)
-        for m, merger in enumerate(plan.mergers):
-            cols = [column(t, a.name) for t in merger.role for a in plan.types[t].attributes]
-            key = F.lit("")
-            if merger.partition_by is not None:
-                key = F.coalesce(*[F.col(column(t, merger.partition_by)).cast("string") for t in merger.role])
-            rows = mine.where(F.col("type").isin(list(merger.role)))
-            pieces.append(
-                rows.select("program", F.lit(m).alias("_merger"), key.alias("_key"), "order", "type", "id", *cols)
-            )
-    if not pieces:
+    rows = routed(flat, texts)
+    if rows is None:
         return flat.sparkSession.createDataFrame([], DELIVERY_SCHEMA)
-    grouped = pieces[0]
-    for more in pieces[1:]:
-        grouped = grouped.unionByName(more, allowMissingColumns=True)
+    ordered = rows.repartition(*GROUP).sortWithinPartitions(*GROUP, "order")
 
-    def run(pdf: Any) -> Any:
-        return _run_group(pdf, texts, matcher, with_events)
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
+        return run_sorted(batches, texts, matcher, with_events)
 
-    out = grouped.groupBy("program", "_merger", "_key").applyInPandas(run, DELIVERY_SCHEMA)
+    out = ordered.mapInPandas(run, DELIVERY_SCHEMA)
     return out.orderBy("program", "order", "declared", "rank")
 
 
-def _run_group(pdf: Any, texts: Mapping[int, str], matcher: str, with_events: bool) -> Any:
-    import pandas as pd
-
-    pid = int(pdf["program"].iloc[0])
-    plan = _plan(texts[pid])
-    merger = plan.mergers[int(pdf["_merger"].iloc[0])]
-    pdf = pdf.sort_values("order", kind="stable").reset_index(drop=True)
-    types = pdf["type"].to_numpy(dtype=object)
-    orders = pdf["order"].to_numpy(dtype=np.int64)
-    tables: dict[str, dict[str, Any]] = {}
-    for t in merger.role:
-        sel = pdf[types == t]
-        table: dict[str, Any] = {"id": sel["id"].to_numpy(dtype=object)}
-        for a in plan.types[t].attributes:
-            values = sel[column(t, a.name)]
-            kind = a.kind.value
-            table[a.name] = values.to_numpy(
-                dtype=np.int64
-                if kind == "int"
-                else np.float64
-                if kind == "float"
-                else bool
-                if kind == "bool"
-                else object
+def route_sql(programs: Mapping[int, str]) -> str | None:
+    """Per row, the mergers it goes to and its partition key there: an array of (m, k) structs,
+    as one SQL expression (a CASE on program and type). One parsed expression rather than a
+    Column built call by call: building thousands of Columns through Py4J took longer than
+    running the job."""
+    cases = []
+    for pid, text in programs.items():
+        plan = _plan(text)
+        targets: dict[str, list[str]] = {}
+        for m, merger in enumerate(plan.mergers):
+            filt = merger_filter(merger)
+            for t in merger.role:
+                key = "''"
+                if merger.partition_by is not None:
+                    kind = plan.types[t].attributes[plan.types[t].position(merger.partition_by)].kind
+                    key = _key_sql(column_sql(t, merger.partition_by), kind)
+                entry = f"named_struct('m', {m}, 'k', {key})"
+                condition = type_condition_sql(filt, t)
+                targets.setdefault(t, []).append(entry if condition is None else f"IF({condition}, {entry}, NULL)")
+        for t, entries in targets.items():
+            cases.append(
+                f"WHEN program = {int(pid)} AND type = '{t}' "
+                f"THEN filter(array({', '.join(entries)}), e -> e IS NOT NULL)"
             )
-        tables[t] = table
-    engine = Engine(merger.program(plan.types), matcher=matcher)
-    result = engine.publish_batch(tables, types)
-    by_name = {p.subscription.name: p for p in merger.parts}
-    frames = []
-    for g in result.groups:
-        if len(g.positions) == 0:
+    return f"CASE {' '.join(cases)} END" if cases else None
+
+
+def _key_sql(value: str, kind: Kind) -> str:
+    """A partition value as a grouping key; -0.0 is 0.0 (as in the engine's dict of partitions)."""
+    if kind is Kind.FLOAT:
+        value = f"IF({value} = 0.0D, 0.0D, {value})"
+    return f"CAST({value} AS STRING)"
+
+
+def run_sorted(batches: Iterable[Any], texts: Mapping[int, str], matcher: str, with_events: bool) -> Iterator[Any]:
+    """Walk batches sorted by (group, order): one engine per group, fed run after run."""
+    current: GroupRun | None = None
+    for pdf in batches:
+        if len(pdf) == 0:
             continue
-        part = by_name[g.subscription]
-        ids = result.ids(g.arrivals)
-        events = [_events_json(pdf, plan, row) for row in g.arrivals] if with_events else [None] * len(g.positions)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "program": pid,
-                    "order": orders[g.positions],
-                    "declared": part.declared,
-                    "rank": part.ranks[g.conjunction],
-                    "subscription": g.subscription,
-                    "conjunction": part.indices[g.conjunction],
-                    "relation": [list(r) for r in ids],
-                    "events": events,
-                }
+        keys = list(zip(pdf["program"].tolist(), pdf["_merger"].tolist(), pdf["_key"].tolist()))
+        bounds = [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + [len(keys)]
+        for a, b in zip(bounds, bounds[1:]):
+            pid, m, _ = keys[a]
+            if current is None or current.key != keys[a]:
+                plan = _plan(texts[int(pid)])
+                current = GroupRun(keys[a], int(pid), plan, int(m), matcher, with_events)
+            out = current.feed(pdf.iloc[a:b])
+            if len(out):
+                yield out
+
+
+class GroupRun:
+    """One group's engine and what it needs to turn batches of rows into delivery rows."""
+
+    def __init__(
+        self, key: Any, pid: int, plan: Plan, merger: int, matcher: str, with_events: bool, engine: Engine | None = None
+    ):
+        self.key = key
+        self.pid = pid
+        self.plan = plan
+        self.merger = plan.mergers[merger]
+        self.with_events = with_events
+        self.engine = engine or Engine(self.merger.program(plan.types), matcher=matcher)
+        self.parts = {p.subscription.name: p for p in self.merger.parts}
+
+    def feed(self, pdf: Any) -> Any:
+        """The deliveries of these rows (sorted by order, all of this group), in a DataFrame of
+        :data:`DELIVERY_SCHEMA`; the engine keeps its state for the next rows."""
+        import pandas as pd
+
+        types = pdf["type"].to_numpy(dtype=object)
+        orders = pdf["order"].to_numpy(dtype=np.int64)
+        tables: dict[str, dict[str, Any]] = {}
+        for t in self.merger.role:
+            mine = pdf[types == t]  # before the cast: other types' rows hold nulls here
+            table: dict[str, Any] = {"id": mine["id"].to_numpy(dtype=object)}
+            for a in self.plan.types[t].attributes:
+                table[a.name] = mine[column(t, a.name)].to_numpy(dtype=_NUMPY[a.kind])
+            tables[t] = table
+        result = self.engine.publish_batch(tables, types)
+        rows = _Rows(pdf, self.plan, result) if self.with_events else None
+        frames = []
+        for g in result.groups:
+            if len(g.positions) == 0:
+                continue
+            part = self.parts[g.subscription]
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "program": self.pid,
+                        "order": orders[g.positions],
+                        "declared": part.declared,
+                        "rank": part.ranks[g.conjunction],
+                        "subscription": g.subscription,
+                        "conjunction": part.indices[g.conjunction],
+                        "relation": [list(r) for r in result.ids(g.arrivals)],
+                        "events": [rows.relation(r) for r in g.arrivals] if rows else None,
+                    }
+                )
             )
-        )
-    if not frames:  # typed empty columns: an untyped empty column is float64, not a list
-        return pd.DataFrame({c.split()[0]: pd.Series([], dtype=object) for c in DELIVERY_SCHEMA.split(", ")})
-    return pd.concat(frames, ignore_index=True)
+        if not frames:
+            return _empty()
+        return pd.concat(frames, ignore_index=True)
 
 
-def _events_json(pdf: Any, plan: Plan, positions: Iterator[int]) -> str:
-    """The relation's events in the input JSON shape (a fresh engine: arrival = row)."""
-    out = []
-    for p in positions:
-        row = pdf.iloc[int(p)]
-        t = plan.types[row["type"]]
-        attrs = {a.name: _plain(row[column(t.name, a.name)]) for a in t.attributes}
-        out.append({"id": row["id"], "type": t.name, "attrs": attrs})
-    return json.dumps(out, ensure_ascii=False)
+class _Rows:
+    """Events of relations in the input JSON shape, from the batch's rows or the engine's older
+    events, each written once."""
+
+    def __init__(self, pdf: Any, plan: Plan, result: Any):
+        self.plan = plan
+        self.result = result
+        self.first = result.first_arrival
+        self.types = pdf["type"].to_numpy(dtype=object)
+        self.ids = pdf["id"].to_numpy(dtype=object)
+        self.columns = {c: pdf[c].to_numpy(dtype=object) for c in pdf.columns if "__" in c}
+        self.written: dict[int, str] = {}
+
+    def relation(self, arrivals: np.ndarray) -> str:
+        return "[" + ", ".join(self.event(int(a)) for a in arrivals) + "]"
+
+    def event(self, arrival: int) -> str:
+        text = self.written.get(arrival)
+        if text is None:
+            if arrival >= self.first:
+                b = arrival - self.first
+                t = self.plan.types[self.types[b]]
+                attrs = {a.name: _plain(self.columns[column(t.name, a.name)][b]) for a in t.attributes}
+                text = _event_json(self.ids[b], t.name, attrs)
+            else:
+                e: Event = self.result.older_event(arrival)
+                names = [a.name for a in self.plan.types[e.type].attributes]
+                text = _event_json(e.id, e.type, {n: _plain(v) for n, v in zip(names, e.values)})
+            self.written[arrival] = text
+        return text
+
+
+def _event_json(event_id: str, type_name: str, attrs: dict[str, Any]) -> str:
+    return json.dumps({"id": event_id, "type": type_name, "attrs": attrs}, ensure_ascii=False)
 
 
 def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-__all__ = ["DELIVERY_SCHEMA", "correlate"]
+def _empty() -> Any:
+    """Typed empty columns: an untyped empty column is float64, not a list."""
+    import pandas as pd
+
+    return pd.DataFrame({c.split()[0]: pd.Series([], dtype=object) for c in DELIVERY_SCHEMA.split(", ")})
+
+
+__all__ = ["DELIVERY_SCHEMA", "GroupRun", "correlate", "route_sql", "routed", "run_sorted"]

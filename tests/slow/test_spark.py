@@ -76,7 +76,7 @@ def _flat(spark: Any, streams: dict[int, list[dict[str, Any]]]) -> Any:
     return spark.createDataFrame(pdf)
 
 
-@pytest.mark.parametrize("matcher,programs", [("reference", 40), ("compiled", 4)])
+@pytest.mark.parametrize("matcher,programs", [("reference", 200), ("compiled", 6)])
 def test_spark_equals_the_embedded_engine_on_random_programs(spark: Any, matcher: str, programs: int) -> None:
     """Every program's deliveries, in order, equal the embedded engine's on the same stream."""
     rng = random.Random(f"spark:{matcher}")
