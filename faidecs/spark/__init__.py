@@ -26,6 +26,9 @@ def session(master: str = "local[2]", app: str = "faidecs", **conf: str) -> Any:
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        # Fewer, larger batches into the engines: each publish_batch call has a fixed cost.
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
         .config("spark.sql.session.timeZone", "UTC")
     )
     for key, value in conf.items():
@@ -44,6 +47,7 @@ def replay(
     order_column: str | None = None,
     matcher: str = "compiled",
     with_events: bool = True,
+    clock: Any = None,
 ) -> Any:
     """The deliveries of ``program`` (text) on the events at ``events`` (a file or directory), as a
     DataFrame with columns order, subscription, conjunction, relation, events, in the order the
@@ -54,7 +58,7 @@ def replay(
 
     plan = Plan.of(program)
     flat = read_events(spark, events, plan, fmt=fmt, order_column=order_column).withColumn("program", F.lit(0))
-    out = correlate(flat, {0: program}, matcher=matcher, with_events=with_events)
+    out = correlate(flat, {0: program}, matcher=matcher, with_events=with_events, clock=clock)
     columns = ["order", "subscription", "conjunction", "relation"] + (["events"] if with_events else [])
     return out.select(*columns)
 

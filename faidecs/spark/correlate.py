@@ -13,6 +13,7 @@ group. Groups run in parallel. The deliveries are sorted back into the embedded 
 from __future__ import annotations
 
 import json
+import time
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -40,12 +41,34 @@ def _plan(text: str) -> Plan:
     return Plan.of(text)
 
 
-def routed(flat: Any, programs: Mapping[int, str]) -> Any | None:
+def slots(schema: Any) -> dict[str, str]:
+    """Each attribute column ``T__a`` of the flat table to a narrow slot column (``_bigint0``,
+    ``_double1``...), shared by the types: a row holds only its own type's attributes, so the
+    j-th attribute of a kind of every type can travel in one column. The shuffle then moves as
+    many attribute columns as the widest type has, not as all types together."""
+    out: dict[str, str] = {}
+    used: dict[tuple[str, str], int] = {}
+    for f in schema.fields:
+        if "__" not in f.name:
+            continue
+        type_name = f.name.split("__", 1)[0]
+        kind = f.dataType.simpleString()
+        j = used[(type_name, kind)] = used.get((type_name, kind), -1) + 1
+        out[f.name] = f"_{kind}{j}"
+    return out
+
+
+def routed(flat: Any, programs: Mapping[int, str]) -> tuple[Any, dict[str, str]] | None:
     """Each row copied to the mergers that need it, with columns ``program``, ``_merger``,
-    ``_key``, ``order``, ``type``, ``id`` and the attributes (None: no merger needs any row)."""
+    ``_key``, ``order``, ``type``, ``id`` and the slot columns, and the slot of each attribute
+    column (None: no merger needs any row)."""
     from pyspark.sql import functions as F
 
-    attrs = [c for c in flat.columns if "__" in c]
+    layout = slots(flat.schema)
+    narrow = {}
+    for name, slot in layout.items():
+        narrow.setdefault(slot, []).append(F.col(name))
+    packed = [(F.coalesce(*cols) if len(cols) > 1 else cols[0]).alias(slot) for slot, cols in sorted(narrow.items())]
     pids = sorted(programs)
     pieces = []
     for start in range(0, len(pids), PROGRAMS_PER_SCAN):
@@ -55,8 +78,14 @@ def routed(flat: Any, programs: Mapping[int, str]) -> Any | None:
             continue
         rows = flat.where(F.col("program").isin(chunk)) if len(chunk) < len(pids) else flat
         pieces.append(
-            rows.select("program", "order", "type", "id", *attrs, F.explode(F.expr(routes)).alias("_r")).select(
-                "program", F.col("_r.m").alias("_merger"), F.col("_r.k").alias("_key"), "order", "type", "id", *attrs
+            rows.select("program", "order", "type", "id", *packed, F.explode(F.expr(routes)).alias("_r")).select(
+                "program",
+                F.col("_r.m").alias("_merger"),
+                F.col("_r.k").alias("_key"),
+                "order",
+                "type",
+                "id",
+                *sorted(narrow),
             )
         )
     if not pieces:
@@ -64,22 +93,36 @@ def routed(flat: Any, programs: Mapping[int, str]) -> Any | None:
     out = pieces[0]
     for more in pieces[1:]:
         out = out.unionByName(more)
-    return out
+    return out, layout
 
 
-def correlate(flat: Any, programs: Mapping[int, str], *, matcher: str = "compiled", with_events: bool = True) -> Any:
+def correlate(
+    flat: Any,
+    programs: Mapping[int, str],
+    *,
+    matcher: str = "compiled",
+    with_events: bool = True,
+    clock: Any = None,
+) -> Any:
     """Deliveries of every program on its events (``flat`` has a ``program`` column), as a
-    DataFrame in :data:`DELIVERY_SCHEMA`, sorted as the embedded engine delivers them."""
+    DataFrame in :data:`DELIVERY_SCHEMA`, sorted as the embedded engine delivers them.
+
+    ``clock``: a Spark accumulator that receives the seconds the workers spend in the engines
+    (for benchmarks: time in matching against time in Spark)."""
     texts = dict(programs)
-    rows = routed(flat, texts)
-    if rows is None:
+    found = routed(flat, texts)
+    if found is None:
         return flat.sparkSession.createDataFrame([], DELIVERY_SCHEMA)
+    rows, layout = found
     ordered = rows.repartition(*GROUP).sortWithinPartitions(*GROUP, "order")
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
-        return run_sorted(batches, texts, matcher, with_events)
+        return run_sorted(batches, texts, layout, matcher, with_events, clock)
 
-    out = ordered.mapInPandas(run, DELIVERY_SCHEMA)
+    from pyspark import StorageLevel
+
+    # Kept: the global sort samples its input first, which would otherwise run every engine twice.
+    out = ordered.mapInPandas(run, DELIVERY_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
     return out.orderBy("program", "order", "declared", "rank")
 
 
@@ -117,9 +160,17 @@ def _key_sql(value: str, kind: Kind) -> str:
     return f"CAST({value} AS STRING)"
 
 
-def run_sorted(batches: Iterable[Any], texts: Mapping[int, str], matcher: str, with_events: bool) -> Iterator[Any]:
+def run_sorted(
+    batches: Iterable[Any],
+    texts: Mapping[int, str],
+    layout: Mapping[str, str],
+    matcher: str,
+    with_events: bool,
+    clock: Any = None,
+) -> Iterator[Any]:
     """Walk batches sorted by (group, order): one engine per group, fed run after run."""
     current: GroupRun | None = None
+    spent = 0.0
     for pdf in batches:
         if len(pdf) == 0:
             continue
@@ -129,19 +180,32 @@ def run_sorted(batches: Iterable[Any], texts: Mapping[int, str], matcher: str, w
             pid, m, _ = keys[a]
             if current is None or current.key != keys[a]:
                 plan = _plan(texts[int(pid)])
-                current = GroupRun(keys[a], int(pid), plan, int(m), matcher, with_events)
+                current = GroupRun(keys[a], int(pid), plan, int(m), layout, matcher, with_events)
+            started = time.perf_counter()
             out = current.feed(pdf.iloc[a:b])
+            spent += time.perf_counter() - started
             if len(out):
                 yield out
+    if clock is not None:
+        clock.add(spent)
 
 
 class GroupRun:
     """One group's engine and what it needs to turn batches of rows into delivery rows."""
 
     def __init__(
-        self, key: Any, pid: int, plan: Plan, merger: int, matcher: str, with_events: bool, engine: Engine | None = None
+        self,
+        key: Any,
+        pid: int,
+        plan: Plan,
+        merger: int,
+        layout: Mapping[str, str],
+        matcher: str,
+        with_events: bool,
+        engine: Engine | None = None,
     ):
         self.key = key
+        self.layout = layout
         self.pid = pid
         self.plan = plan
         self.merger = plan.mergers[merger]
@@ -161,10 +225,10 @@ class GroupRun:
             mine = pdf[types == t]  # before the cast: other types' rows hold nulls here
             table: dict[str, Any] = {"id": mine["id"].to_numpy(dtype=object)}
             for a in self.plan.types[t].attributes:
-                table[a.name] = mine[column(t, a.name)].to_numpy(dtype=_NUMPY[a.kind])
+                table[a.name] = mine[self.layout[column(t, a.name)]].to_numpy(dtype=_NUMPY[a.kind])
             tables[t] = table
         result = self.engine.publish_batch(tables, types)
-        rows = _Rows(pdf, self.plan, result) if self.with_events else None
+        rows = _Rows(pdf, self.plan, self.layout, result) if self.with_events else None
         frames = []
         for g in result.groups:
             if len(g.positions) == 0:
@@ -179,7 +243,7 @@ class GroupRun:
                         "rank": part.ranks[g.conjunction],
                         "subscription": g.subscription,
                         "conjunction": part.indices[g.conjunction],
-                        "relation": [list(r) for r in result.ids(g.arrivals)],
+                        "relation": result.ids(g.arrivals).tolist(),
                         "events": [rows.relation(r) for r in g.arrivals] if rows else None,
                     }
                 )
@@ -193,13 +257,14 @@ class _Rows:
     """Events of relations in the input JSON shape, from the batch's rows or the engine's older
     events, each written once."""
 
-    def __init__(self, pdf: Any, plan: Plan, result: Any):
+    def __init__(self, pdf: Any, plan: Plan, layout: Mapping[str, str], result: Any):
         self.plan = plan
+        self.layout = layout
         self.result = result
         self.first = result.first_arrival
         self.types = pdf["type"].to_numpy(dtype=object)
         self.ids = pdf["id"].to_numpy(dtype=object)
-        self.columns = {c: pdf[c].to_numpy(dtype=object) for c in pdf.columns if "__" in c}
+        self.columns = {c: pdf[c].to_numpy(dtype=object) for c in set(layout.values())}
         self.written: dict[int, str] = {}
 
     def relation(self, arrivals: np.ndarray) -> str:
@@ -211,7 +276,7 @@ class _Rows:
             if arrival >= self.first:
                 b = arrival - self.first
                 t = self.plan.types[self.types[b]]
-                attrs = {a.name: _plain(self.columns[column(t.name, a.name)][b]) for a in t.attributes}
+                attrs = {a.name: _plain(self.columns[self.layout[column(t.name, a.name)]][b]) for a in t.attributes}
                 text = _event_json(self.ids[b], t.name, attrs)
             else:
                 e: Event = self.result.older_event(arrival)
@@ -236,4 +301,4 @@ def _empty() -> Any:
     return pd.DataFrame({c.split()[0]: pd.Series([], dtype=object) for c in DELIVERY_SCHEMA.split(", ")})
 
 
-__all__ = ["DELIVERY_SCHEMA", "GroupRun", "correlate", "route_sql", "routed", "run_sorted"]
+__all__ = ["DELIVERY_SCHEMA", "GroupRun", "correlate", "route_sql", "routed", "run_sorted", "slots"]
