@@ -22,7 +22,7 @@ import numpy as np
 from faidecs.grammar.model import Kind
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import Event
-from faidecs.spark.plan import Plan, column
+from faidecs.spark.plan import COLUMN_SEPARATOR, Plan, column
 from faidecs.spark.pushdown import column_sql, merger_filter, type_condition_sql
 
 DELIVERY_SCHEMA = (
@@ -42,16 +42,16 @@ def _plan(text: str) -> Plan:
 
 
 def slots(schema: Any) -> dict[str, str]:
-    """Each attribute column ``T__a`` of the flat table to a narrow slot column (``_bigint0``,
+    """Each attribute column ``T$a`` of the flat table to a narrow slot column (``_bigint0``,
     ``_double1``...), shared by the types: a row holds only its own type's attributes, so the
     j-th attribute of a kind of every type can travel in one column. The shuffle then moves as
     many attribute columns as the widest type has, not as all types together."""
     out: dict[str, str] = {}
     used: dict[tuple[str, str], int] = {}
     for f in schema.fields:
-        if "__" not in f.name:
+        if COLUMN_SEPARATOR not in f.name:
             continue
-        type_name = f.name.split("__", 1)[0]
+        type_name = f.name.split(COLUMN_SEPARATOR, 1)[0]
         kind = f.dataType.simpleString()
         j = used[(type_name, kind)] = used.get((type_name, kind), -1) + 1
         out[f.name] = f"_{kind}{j}"

@@ -1,7 +1,7 @@
 """Reading event logs into the pipeline's flat table, with the total order made explicit.
 
 The flat table has one row per event: ``order`` (bigint, the total order), ``type``, ``id``, and
-one column per attribute of each type (``T__attr``, null on rows of other types), typed as the
+one column per attribute of each type (``T$attr``, null on rows of other types), typed as the
 program declares. JSON lines are the input format of ``faidecs run`` (``{"id", "type", "attrs"}``);
 CSV and Parquet hold ``id``, ``type`` and the attributes as columns (Parquet may also nest them in
 an ``attrs`` struct). A directory is read whole, including ``type=T`` partition folders.
@@ -76,6 +76,16 @@ def read_events(spark: Any, path: str, plan: Plan, *, fmt: str | None = None, or
     else:
         raw = raw.withColumn("order", index[F.col("_file")] * F.lit(ROWS_PER_FILE) + F.col("_line"))
 
+    flat = typed_rows(raw, plan, fmt)
+    _reject(flat, order_column)
+    return flat.drop("_problem", "_file", "_line")
+
+
+def typed_rows(raw: Any, plan: Plan, fmt: str) -> Any:
+    """The flat table of raw rows (with ``_type``, ``order``, ``_file``, ``_line`` set), each row
+    with ``_problem``: what is wrong with it, or null. Batch and streaming reads share it."""
+    from pyspark.sql import functions as F
+
     typed = []
     for t in plan.types.values():
         rows = raw.where(F.col("_type") == t.name)
@@ -139,8 +149,7 @@ def read_events(spark: Any, path: str, plan: Plan, *, fmt: str | None = None, or
     for more in typed[1:]:
         flat = flat.unionByName(more, allowMissingColumns=True)
     flat = flat.unionByName(unknown, allowMissingColumns=True)
-    _reject(flat, order_column)
-    return flat.drop("_problem", "_file", "_line")
+    return flat
 
 
 def _reject(flat: Any, order_column: str | None) -> None:
@@ -169,4 +178,4 @@ def _where(row: Any) -> str:
     return f"{name}:{row['_line']}"
 
 
-__all__ = ["SparkInputError", "detect_format", "read_events"]
+__all__ = ["SparkInputError", "detect_format", "read_events", "typed_rows"]

@@ -17,12 +17,15 @@ from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Kind, Program, Subscription
 from faidecs.overlay.roles import Role, split_by_role
 
+COLUMN_SEPARATOR = "$"
 SPARK_KINDS = {Kind.INT: "bigint", Kind.FLOAT: "double", Kind.STR: "string", Kind.BOOL: "boolean"}
 
 
 def column(type_name: str, attribute: str) -> str:
-    """The flat column of one attribute of one type (types may share attribute names)."""
-    return f"{type_name}__{attribute}"
+    """The flat column of one attribute of one type (types may share attribute names). ``$``
+    cannot occur in a name of the language, so no two (type, attribute) pairs share a column
+    (``T__a`` would: type ``A`` with ``b__c`` and type ``A__b`` with ``c``)."""
+    return f"{type_name}{COLUMN_SEPARATOR}{attribute}"
 
 
 @dataclass(frozen=True)
@@ -68,4 +71,4 @@ class Plan:
         return Plan(dict(program.types), program.subscriptions, tuple(mergers))
 
 
-__all__ = ["Merger", "Part", "Plan", "SPARK_KINDS", "column"]
+__all__ = ["COLUMN_SEPARATOR", "Merger", "Part", "Plan", "SPARK_KINDS", "column"]

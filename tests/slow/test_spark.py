@@ -153,8 +153,26 @@ def test_bad_events_are_named_by_file_and_line(spark: Any, tmp_path: Path, lines
     assert message in str(err.value)
 
 
+def test_attribute_columns_of_types_with_underscores_do_not_collide(spark: Any, tmp_path: Path) -> None:
+    """Type A's b__c and type A__b's c are two columns: a float and a 64-bit int stay what they are
+    (one shared column widened the int to a double and lost T's delivery without an error)."""
+    program = (
+        "type A(b__c: float)\ntype A__b(c: int)\n"
+        "subscription S: A.b__c > 0.5\nsubscription T: A__b.c = 9007199254740993\n"
+    )
+    events = [
+        {"id": "x", "type": "A", "attrs": {"b__c": 1.5}},
+        {"id": "y", "type": "A__b", "attrs": {"c": 9007199254740993}},
+        {"id": "z", "type": "A__b", "attrs": {"c": 9007199254740992}},
+    ]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    rows = replay(spark, program, str(tmp_path / "events.jsonl")).collect()
+    assert [(r["subscription"], list(r["relation"])) for r in rows] == [("S", ["x"]), ("T", ["y"])]
+    assert json.loads(rows[1]["events"])[0]["attrs"] == {"c": 9007199254740993}
+
+
 def test_cli_spark_run_writes_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str], spark: Any) -> None:
-    """`faidecs spark run` writes the deliveries; reading them back gives the embedded engine's."""
+    """(Last in the module: the command stops the session when it ends.) `faidecs spark run` writes the deliveries; reading them back gives the embedded engine's."""
     from faidecs.cli.main import main
 
     out = tmp_path / "out"
