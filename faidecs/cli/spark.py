@@ -15,11 +15,15 @@ class SparkMissing(FaidecsError):
     """PySpark is not installed."""
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _need_spark() -> None:
     try:
         import pyspark  # noqa: F401
     except ImportError:
         raise SparkMissing("the Spark pipeline needs pyspark: pip install 'faidecs[spark]' (and Java 17)") from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    _need_spark()
     from faidecs.grammar import compile_program
     from faidecs.spark import replay, session, write
 
@@ -46,6 +50,40 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stream(args: argparse.Namespace) -> int:
+    _need_spark()
+    from faidecs.grammar import compile_program
+    from faidecs.spark import session
+    from faidecs.spark.stream import stream
+
+    program = _read_text(args.program)
+    compile_program(program, args.program)
+    spark = session(args.master)
+    try:
+        query = stream(
+            spark,
+            program,
+            args.events,
+            args.out,
+            args.checkpoint,
+            order_column=args.order_column,
+            fmt=args.format,
+            out_format=args.out_format,
+            matcher=args.matcher,
+            with_events=not args.no_events,
+            files_per_trigger=args.files_per_trigger,
+            available_now=args.available_now,
+        )
+        print(f"streaming {args.events} -> {args.out} (checkpoint {args.checkpoint}); Ctrl-C stops", file=sys.stderr)
+        try:
+            query.awaitTermination()
+        except KeyboardInterrupt:
+            query.stop()
+    finally:
+        spark.stop()
+    return 0
+
+
 def add_parser(sub: Any) -> None:
     spark = sub.add_parser("spark", help="replay event logs on Spark, with the embedded engine's deliveries")
     ssub = spark.add_subparsers(dest="spark_command", required=True)
@@ -60,6 +98,20 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--matcher", choices=("compiled", "reference"), default="compiled")
     run.add_argument("--no-events", action="store_true", help="write relation ids only, not the events")
     run.set_defaults(func=cmd_run)
+    st = ssub.add_parser("stream", help="correlate a folder of event files as they arrive (Structured Streaming)")
+    st.add_argument("--program", required=True, help="program file")
+    st.add_argument("--events", required=True, help="folder that event files are added to")
+    st.add_argument("--out", required=True, help="folder for the deliveries (a file sink: exactly once)")
+    st.add_argument("--checkpoint", required=True, help="checkpoint folder: a restarted query resumes from it")
+    st.add_argument("--order-column", required=True, help="integer field giving each event's place in the order")
+    st.add_argument("--format", choices=("json", "csv", "parquet"), default="json", help="input format (default json)")
+    st.add_argument("--out-format", choices=("parquet", "json"), default="parquet", help="default parquet")
+    st.add_argument("--files-per-trigger", type=int, help="at most this many new files per micro-batch")
+    st.add_argument("--available-now", action="store_true", help="process the files there now, then stop")
+    st.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    st.add_argument("--matcher", choices=("compiled", "reference"), default="compiled")
+    st.add_argument("--no-events", action="store_true", help="write relation ids only, not the events")
+    st.set_defaults(func=cmd_stream)
 
 
 __all__ = ["add_parser"]

@@ -29,7 +29,8 @@ DELIVERY_SCHEMA = (
     "program int, order long, declared int, rank int, subscription string, conjunction int, "
     "relation array<string>, events string"
 )
-GROUP = ["program", "_merger", "_key"]
+# No leading underscores: transformWithStateInPandas hands rows over as namedtuples, which rename them.
+GROUP = ["program", "merger", "partition"]
 # Programs routed by one expression: past a few dozen, the generated code outgrows what Janino
 # compiles and Spark falls back to interpreting it, slowly.
 PROGRAMS_PER_SCAN = 16
@@ -42,8 +43,8 @@ def _plan(text: str) -> Plan:
 
 
 def slots(schema: Any) -> dict[str, str]:
-    """Each attribute column ``T$a`` of the flat table to a narrow slot column (``_bigint0``,
-    ``_double1``...), shared by the types: a row holds only its own type's attributes, so the
+    """Each attribute column ``T$a`` of the flat table to a narrow slot column (``slot_bigint0``,
+    ``slot_double1``...), shared by the types: a row holds only its own type's attributes, so the
     j-th attribute of a kind of every type can travel in one column. The shuffle then moves as
     many attribute columns as the widest type has, not as all types together."""
     out: dict[str, str] = {}
@@ -54,13 +55,13 @@ def slots(schema: Any) -> dict[str, str]:
         type_name = f.name.split(COLUMN_SEPARATOR, 1)[0]
         kind = f.dataType.simpleString()
         j = used[(type_name, kind)] = used.get((type_name, kind), -1) + 1
-        out[f.name] = f"_{kind}{j}"
+        out[f.name] = f"slot_{kind}{j}"
     return out
 
 
 def routed(flat: Any, programs: Mapping[int, str]) -> tuple[Any, dict[str, str]] | None:
-    """Each row copied to the mergers that need it, with columns ``program``, ``_merger``,
-    ``_key``, ``order``, ``type``, ``id`` and the slot columns, and the slot of each attribute
+    """Each row copied to the mergers that need it, with columns ``program``, ``merger``,
+    ``partition``, ``order``, ``type``, ``id`` and the slot columns, and the slot of each attribute
     column (None: no merger needs any row)."""
     from pyspark.sql import functions as F
 
@@ -80,8 +81,8 @@ def routed(flat: Any, programs: Mapping[int, str]) -> tuple[Any, dict[str, str]]
         pieces.append(
             rows.select("program", "order", "type", "id", *packed, F.explode(F.expr(routes)).alias("_r")).select(
                 "program",
-                F.col("_r.m").alias("_merger"),
-                F.col("_r.k").alias("_key"),
+                F.col("_r.m").alias("merger"),
+                F.col("_r.k").alias("partition"),
                 "order",
                 "type",
                 "id",
@@ -174,7 +175,7 @@ def run_sorted(
     for pdf in batches:
         if len(pdf) == 0:
             continue
-        keys = list(zip(pdf["program"].tolist(), pdf["_merger"].tolist(), pdf["_key"].tolist()))
+        keys = list(zip(pdf["program"].tolist(), pdf["merger"].tolist(), pdf["partition"].tolist()))
         bounds = [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + [len(keys)]
         for a, b in zip(bounds, bounds[1:]):
             pid, m, _ = keys[a]

@@ -258,7 +258,7 @@ def test_rows_reach_exactly_the_mergers_whose_pushed_filter_they_pass(spark: Any
     found = routed(_flat(spark, KINDS_PROGRAM, {0: kinds_events}), {0: KINDS_PROGRAM})
     assert found is not None
     rows, _ = found
-    got = {(r["_merger"], r["id"]) for r in rows.select("_merger", "id").collect()}
+    got = {(r["merger"], r["id"]) for r in rows.select("merger", "id").collect()}
     engine = Engine.from_source(KINDS_PROGRAM, matcher="reference")
     expected: set[tuple[int, str]] = set()
     for m, merger in enumerate(plan.mergers):
