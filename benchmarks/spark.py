@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import machine  # noqa: E402
+from run import machine
 
 TYPES = [f"E{i}" for i in range(10)]
 
@@ -102,10 +102,12 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="faidecs-spark-bench-"))
     try:
         started = time.perf_counter()
-        write_events(work / "events", args.events, args.files, seed=2) if (work / "events").mkdir() is None else None
+        (work / "events").mkdir()
+        write_events(work / "events", args.events, args.files, seed=2)
         generated = time.perf_counter() - started
         baseline = embedded_rate(text, work / "events", args.baseline_events)
-        spark = session(args.master, shuffle_partitions=str(max(8, 4 * int(spark_cores(args.master)))))
+        spark = session(args.master)
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(8, 4 * spark_cores(args.master))))
         warm = replay(spark, text, str(work / "events"), order_column="seq", with_events=False)
         warm.limit(1).collect()  # start the workers, compile the kernels: not part of the figure
         clock = spark.sparkContext.accumulator(0.0)
@@ -140,7 +142,7 @@ def spark_cores(master: str) -> int:
     import os
 
     inside = master[master.find("[") + 1 : master.find("]")] if "[" in master else "1"
-    return os.cpu_count() or 1 if inside == "*" else int(inside)
+    return (os.cpu_count() or 1) if inside == "*" else int(inside)
 
 
 def markdown(r: dict[str, Any]) -> str:

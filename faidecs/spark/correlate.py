@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def routed(flat: Any, programs: Mapping[int, str]) -> tuple[Any, dict[str, str]]
     from pyspark.sql import functions as F
 
     layout = slots(flat.schema)
-    narrow = {}
+    narrow: dict[str, list[Any]] = {}
     for name, slot in layout.items():
         narrow.setdefault(slot, []).append(F.col(name))
     packed = [(F.coalesce(*cols) if len(cols) > 1 else cols[0]).alias(slot) for slot, cols in sorted(narrow.items())]

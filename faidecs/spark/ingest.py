@@ -76,7 +76,10 @@ def read_events(spark: Any, path: str, plan: Plan, *, fmt: str | None = None, or
     else:
         raw = raw.withColumn("order", index[F.col("_file")] * F.lit(ROWS_PER_FILE) + F.col("_line"))
 
-    flat = typed_rows(raw, plan, fmt)
+    from pyspark import StorageLevel
+
+    # Kept: the checks below and the correlation then read the parsed rows once, not each anew.
+    flat = typed_rows(raw, plan, fmt).persist(StorageLevel.MEMORY_AND_DISK)
     _reject(flat, order_column)
     return flat.drop("_problem", "_file", "_line")
 

@@ -55,7 +55,7 @@ class Plan:
     mergers: tuple[Merger, ...]
 
     @staticmethod
-    def of(text: str, filename: str = "<program>") -> "Plan":
+    def of(text: str, filename: str = "<program>") -> Plan:
         program = compile_program(text, filename)
         by_role: dict[Role, list[Part]] = {}
         for declared, sub in enumerate(program.subscriptions):
@@ -71,4 +71,4 @@ class Plan:
         return Plan(dict(program.types), program.subscriptions, tuple(mergers))
 
 
-__all__ = ["COLUMN_SEPARATOR", "Merger", "Part", "Plan", "SPARK_KINDS", "column"]
+__all__ = ["COLUMN_SEPARATOR", "SPARK_KINDS", "Merger", "Part", "Plan", "column"]

@@ -15,11 +15,11 @@ is ever dropped.
 
 from __future__ import annotations
 
-
 from faidecs.grammar.model import AttrOf, Conjunction, Const, Kind, Predicate
 from faidecs.matching.evaluate import INT64_MAX, INT64_MIN
 from faidecs.overlay.filters import ACCEPT_ALL, Filter, union_all
 from faidecs.spark.plan import Merger, column
+
 
 def merger_filter(merger: Merger) -> Filter:
     """What the merger's consumers accept: the union over its conjunctions' slots."""
@@ -27,7 +27,7 @@ def merger_filter(merger: Merger) -> Filter:
     return union_all(Filter.of(c) for c in conjunctions)
 
 
-def literal_sql(value: int | float | str | bool, kind: Kind) -> str | None:
+def literal_sql(value: float | str | bool, kind: Kind) -> str | None:
     """A Spark SQL literal of exactly this value (None: not representable)."""
     if kind is Kind.BOOL:
         return "true" if value else "false"

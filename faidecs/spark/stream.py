@@ -16,7 +16,8 @@ from the state of the last finished one, so its deliveries are those of an unint
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
@@ -94,7 +95,7 @@ def correlate_stream(
     )
 
 
-class _MergerProcessor(StatefulProcessor):  # type: ignore[misc]
+class _MergerProcessor(StatefulProcessor):
     """One group's engine across micro-batches: restored from the state, fed the batch's rows in
     order, saved back."""
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -19,9 +20,9 @@ from faidecs.lab.generator import _conjunction
 
 pyspark = pytest.importorskip("pyspark")  # the `spark` extra; CI installs it
 
-from faidecs.spark import SparkInputError, replay, session  # noqa: E402
-from faidecs.spark.correlate import correlate  # noqa: E402
-from faidecs.spark.plan import column  # noqa: E402
+from faidecs.spark import SparkInputError, replay, session
+from faidecs.spark.correlate import correlate
+from faidecs.spark.plan import column
 
 pytestmark = pytest.mark.slow
 

@@ -28,10 +28,10 @@ from faidecs.matching.evaluate import compile_predicate
 
 pyspark = pytest.importorskip("pyspark")  # the `spark` extra; CI installs it
 
-from faidecs.spark import session  # noqa: E402
-from faidecs.spark.correlate import DELIVERY_SCHEMA, correlate, routed  # noqa: E402
-from faidecs.spark.plan import SPARK_KINDS, Plan, column  # noqa: E402
-from faidecs.spark.pushdown import literal_sql, merger_filter, predicate_sql, type_condition_sql  # noqa: E402
+from faidecs.spark import session
+from faidecs.spark.correlate import DELIVERY_SCHEMA, correlate, routed
+from faidecs.spark.plan import SPARK_KINDS, Plan, column
+from faidecs.spark.pushdown import literal_sql, merger_filter, predicate_sql, type_condition_sql
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -22,8 +23,8 @@ from faidecs.lab.generator import _conjunction
 
 pyspark = pytest.importorskip("pyspark")
 
-from faidecs.spark import session  # noqa: E402
-from faidecs.spark.stream import stream  # noqa: E402
+from faidecs.spark import session
+from faidecs.spark.stream import stream
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +97,7 @@ def test_stream_equals_the_embedded_engine(spark: Any, tmp_path: Path) -> None:
     _run(spark, program, tmp_path)
     expected = _embedded(program, events)
     assert len(expected) > 50  # the comparison is not vacuous
-    assert any(e[1:] != e2[1:] for e, e2 in zip(expected, expected[1:]))
+    assert len({e[0] for e in expected}) >= 8  # many subscriptions (option combinations) deliver
     assert _delivered(spark, tmp_path / "out") == expected
     batches = sorted(int(p.name) for p in (tmp_path / "checkpoint" / "commits").iterdir() if p.name.isdigit())
     assert batches == list(range(FILES))  # one micro-batch per file: the state really crossed batches
