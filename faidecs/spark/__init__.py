@@ -48,6 +48,7 @@ def replay(
     matcher: str = "compiled",
     with_events: bool = True,
     clock: Any = None,
+    bins: int | None = 0,
 ) -> Any:
     """The deliveries of ``program`` (text) on the events at ``events`` (a file or directory), as a
     DataFrame with columns order, subscription, conjunction, relation, events, in the order the
@@ -58,7 +59,7 @@ def replay(
 
     plan = Plan.of(program)
     flat = read_events(spark, events, plan, fmt=fmt, order_column=order_column).withColumn("program", F.lit(0))
-    out = correlate(flat, {0: program}, matcher=matcher, with_events=with_events, clock=clock)
+    out = correlate(flat, {0: program}, matcher=matcher, with_events=with_events, clock=clock, bins=bins)
     columns = ["order", "subscription", "conjunction", "relation"] + (["events"] if with_events else [])
     return out.select(*columns)
 

@@ -23,8 +23,8 @@ import numpy as np
 from faidecs.grammar.model import Kind
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import Event
-from faidecs.spark.plan import COLUMN_SEPARATOR, Plan, column
-from faidecs.spark.pushdown import column_sql, merger_filter, type_condition_sql
+from faidecs.spark.plan import COLUMN_SEPARATOR, Group, Plan, column
+from faidecs.spark.pushdown import column_sql, group_filter, type_condition_sql
 
 DELIVERY_SCHEMA = (
     "program int, order long, declared int, rank int, subscription string, conjunction int, "
@@ -41,6 +41,11 @@ _NUMPY = {Kind.INT: np.int64, Kind.FLOAT: np.float64, Kind.BOOL: bool, Kind.STR:
 @lru_cache(maxsize=1024)
 def _plan(text: str) -> Plan:
     return Plan.of(text)
+
+
+@lru_cache(maxsize=1024)
+def _groups(text: str, bins: int | None) -> tuple[Group, ...]:
+    return _plan(text).groups(bins)
 
 
 def slots(schema: Any) -> dict[str, str]:
@@ -60,7 +65,7 @@ def slots(schema: Any) -> dict[str, str]:
     return out
 
 
-def routed(flat: Any, programs: Mapping[int, str]) -> tuple[Any, dict[str, str]] | None:
+def routed(flat: Any, programs: Mapping[int, str], bins: int | None = None) -> tuple[Any, dict[str, str]] | None:
     """Each row copied to the mergers that need it, with columns ``program``, ``merger``,
     ``partition``, ``order``, ``type``, ``id`` and the slot columns, and the slot of each attribute
     column (None: no merger needs any row)."""
@@ -75,7 +80,7 @@ def routed(flat: Any, programs: Mapping[int, str]) -> tuple[Any, dict[str, str]]
     pieces = []
     for start in range(0, len(pids), PROGRAMS_PER_SCAN):
         chunk = pids[start : start + PROGRAMS_PER_SCAN]
-        routes = route_sql({pid: programs[pid] for pid in chunk})
+        routes = route_sql({pid: programs[pid] for pid in chunk}, bins)
         if routes is None:
             continue
         rows = flat.where(F.col("program").isin(chunk)) if len(chunk) < len(pids) else flat
@@ -105,21 +110,28 @@ def correlate(
     matcher: str = "compiled",
     with_events: bool = True,
     clock: Any = None,
+    bins: int | None = 0,
 ) -> Any:
     """Deliveries of every program on its events (``flat`` has a ``program`` column), as a
     DataFrame in :data:`DELIVERY_SCHEMA`, sorted as the embedded engine delivers them.
 
+    ``bins``: each program's (unpartitioned) mergers run in at most this many engines, so an event
+    is copied once per bin, not once per merger; 0 (the default): twice the cluster's default
+    parallelism; None: one engine per merger.
+
     ``clock``: a Spark accumulator that receives the seconds the workers spend in the engines
     (for benchmarks: time in matching against time in Spark)."""
     texts = dict(programs)
-    found = routed(flat, texts)
+    if bins == 0:
+        bins = 2 * flat.sparkSession.sparkContext.defaultParallelism
+    found = routed(flat, texts, bins)
     if found is None:
         return flat.sparkSession.createDataFrame([], DELIVERY_SCHEMA)
     rows, layout = found
     ordered = rows.repartition(*GROUP).sortWithinPartitions(*GROUP, "order")
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
-        return run_sorted(batches, texts, layout, matcher, with_events, clock)
+        return run_sorted(batches, texts, layout, matcher, with_events, clock, bins)
 
     from pyspark import StorageLevel
 
@@ -128,7 +140,7 @@ def correlate(
     return out.orderBy("program", "order", "declared", "rank")
 
 
-def route_sql(programs: Mapping[int, str]) -> str | None:
+def route_sql(programs: Mapping[int, str], bins: int | None = None) -> str | None:
     """Per row, the mergers it goes to and its partition key there: an array of (m, k) structs,
     as one SQL expression (a CASE on program and type). One parsed expression rather than a
     Column built call by call: building thousands of Columns through Py4J took longer than
@@ -137,13 +149,13 @@ def route_sql(programs: Mapping[int, str]) -> str | None:
     for pid, text in programs.items():
         plan = _plan(text)
         targets: dict[str, list[str]] = {}
-        for m, merger in enumerate(plan.mergers):
-            filt = merger_filter(merger)
-            for t in merger.role:
+        for m, group in enumerate(_groups(text, bins)):
+            filt = group_filter(group)
+            for t in group.types:
                 key = "''"
-                if merger.partition_by is not None:
-                    kind = plan.types[t].attributes[plan.types[t].position(merger.partition_by)].kind
-                    key = _key_sql(column_sql(t, merger.partition_by), kind)
+                if group.partition_by is not None:
+                    kind = plan.types[t].attributes[plan.types[t].position(group.partition_by)].kind
+                    key = _key_sql(column_sql(t, group.partition_by), kind)
                 entry = f"named_struct('m', {m}, 'k', {key})"
                 condition = type_condition_sql(filt, t)
                 targets.setdefault(t, []).append(entry if condition is None else f"IF({condition}, {entry}, NULL)")
@@ -169,6 +181,7 @@ def run_sorted(
     matcher: str,
     with_events: bool,
     clock: Any = None,
+    bins: int | None = None,
 ) -> Iterator[Any]:
     """Walk batches sorted by (group, order): one engine per group, fed run after run."""
     current: GroupRun | None = None
@@ -182,7 +195,8 @@ def run_sorted(
             pid, m, _ = keys[a]
             if current is None or current.key != keys[a]:
                 plan = _plan(texts[int(pid)])
-                current = GroupRun(keys[a], int(pid), plan, int(m), layout, matcher, with_events)
+                group = _groups(texts[int(pid)], bins)[int(m)]
+                current = GroupRun(keys[a], int(pid), plan, group, layout, matcher, with_events)
             started = time.perf_counter()
             out = current.feed(pdf.iloc[a:b])
             spent += time.perf_counter() - started
@@ -200,7 +214,7 @@ class GroupRun:
         key: Any,
         pid: int,
         plan: Plan,
-        merger: int,
+        group: Group,
         layout: Mapping[str, str],
         matcher: str,
         with_events: bool,
@@ -210,10 +224,10 @@ class GroupRun:
         self.layout = layout
         self.pid = pid
         self.plan = plan
-        self.merger = plan.mergers[merger]
+        self.group = group
         self.with_events = with_events
-        self.engine = engine or Engine(self.merger.program(plan.types), matcher=matcher)
-        self.parts = {p.subscription.name: p for p in self.merger.parts}
+        self.engine = engine or Engine(group.program(plan.types), matcher=matcher)
+        self.parts = dict(group.named)
 
     def feed(self, pdf: Any) -> Any:
         """The deliveries of these rows (sorted by order, all of this group), in a DataFrame of
@@ -223,7 +237,7 @@ class GroupRun:
         types = pdf["type"].to_numpy(dtype=object)
         orders = pdf["order"].to_numpy(dtype=np.int64)
         tables: dict[str, dict[str, Any]] = {}
-        for t in self.merger.role:
+        for t in self.group.types:
             mine = pdf[types == t]  # before the cast: other types' rows hold nulls here
             table: dict[str, Any] = {"id": mine["id"].to_numpy(dtype=object)}
             for a in self.plan.types[t].attributes:
@@ -243,7 +257,7 @@ class GroupRun:
                         "order": orders[g.positions],
                         "declared": part.declared,
                         "rank": part.ranks[g.conjunction],
-                        "subscription": g.subscription,
+                        "subscription": part.subscription.name,
                         "conjunction": part.indices[g.conjunction],
                         "relation": result.ids(g.arrivals).tolist(),
                         "events": [rows.relation(r) for r in g.arrivals] if rows else None,

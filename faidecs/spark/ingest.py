@@ -89,70 +89,64 @@ def typed_rows(raw: Any, plan: Plan, fmt: str) -> Any:
     with ``_problem``: what is wrong with it, or null. Batch and streaming reads share it."""
     from pyspark.sql import functions as F
 
-    typed = []
+    # One projection, a CASE per column on the row's type: the input is read once, not once per
+    # type (and a branch is evaluated only for rows of its type).
+    if fmt == "json":
+        id_col = F.from_json("value", "id STRING")["id"]
+        id_given = F.get_json_object("value", "$.id").isNotNull()
+    else:
+        id_col = F.col("id").cast("string")
+        id_given = F.col("id").isNotNull()
+    columns: list[Any] = []
+    problem = None
     for t in plan.types.values():
-        rows = raw.where(F.col("_type") == t.name)
+        mine = F.col("_type") == t.name
+        values, given = [], []
+        extra = F.lit(False)
         if fmt == "json":
             attrs = ", ".join(f"`{a.name}`: {SPARK_KINDS[a.kind]}" for a in t.attributes)
-            schema = f"id STRING, attrs STRUCT<{attrs}>" if t.attributes else "id STRING"
-            parsed = F.from_json("value", schema)
+            parsed = F.from_json("value", f"attrs STRUCT<{attrs}>") if t.attributes else None
             keys = F.json_object_keys(F.get_json_object("value", "$.attrs"))
             declared = (
                 F.array(*[F.lit(a.name) for a in t.attributes]) if t.attributes else F.array().cast("array<string>")
             )
             extra = F.size(F.array_except(F.coalesce(keys, F.array().cast("array<string>")), declared)) > 0
-            cols = [parsed["id"].alias("id")]
-            cols += [parsed["attrs"][a.name].alias(column(t.name, a.name)) for a in t.attributes]
-            given = [F.get_json_object("value", f"$.attrs.{a.name}").isNotNull() for a in t.attributes]
-            id_given = F.get_json_object("value", "$.id").isNotNull()
+            for a in t.attributes:
+                assert parsed is not None
+                values.append(parsed["attrs"][a.name])
+                given.append(F.get_json_object("value", f"$.attrs.{a.name}").isNotNull())
         else:
             nested = "attrs" in raw.columns
-            cols = [F.col("id").cast("string").alias("id")]
-            given, extra, id_given = [], F.lit(False), F.col("id").isNotNull()
             for a in t.attributes:
                 src = F.col(f"attrs.{a.name}") if nested else F.col(a.name) if a.name in raw.columns else F.lit(None)
                 if a.kind.value == "bool" and fmt == "csv":
                     src = F.when(F.lower(src) == "true", True).when(F.lower(src) == "false", False)
-                cols.append(src.try_cast(SPARK_KINDS[a.kind]).alias(column(t.name, a.name)))
+                values.append(src.try_cast(SPARK_KINDS[a.kind]))
                 given.append(src.isNotNull())
-        frame = rows.select(
-            "order",
-            "_file",
-            "_line",
-            F.lit(t.name).alias("type"),
-            *cols,
-            extra.alias("_extra"),
-            *[g.alias(f"_given{k}") for k, g in enumerate(given)],
-            id_given.alias("_id_given"),
-        )
-        problems = [F.when(~F.col("_id_given") | F.col("id").isNull(), F.lit("no id (a string)"))]
-        for k, a in enumerate(t.attributes):
-            c = F.col(column(t.name, a.name))
+        problems = [F.when(~id_given | id_col.isNull(), F.lit("no id (a string)"))]
+        for a, value, g in zip(t.attributes, values, given):
+            columns.append(F.when(mine, value).alias(column(t.name, a.name)))
             problems.append(
-                F.when(~F.col(f"_given{k}"), F.lit(f"attribute {a.name} missing")).when(
-                    c.isNull(), F.lit(f"attribute {a.name} is not a {a.kind.value}")
+                F.when(~g, F.lit(f"attribute {a.name} missing")).when(
+                    value.isNull(), F.lit(f"attribute {a.name} is not a {a.kind.value}")
                 )
             )
-        problems.append(F.when(F.col("_extra"), F.lit(f"an attribute {t.name} does not declare")))
-        frame = frame.withColumn("_problem", F.coalesce(*problems))
-        keep = ["order", "_file", "_line", "type", "id", "_problem"] + [column(t.name, a.name) for a in t.attributes]
-        typed.append(frame.select(*keep))
-    known = [t for t in plan.types]
-    unknown = raw.where(~F.col("_type").isin(known) | F.col("_type").isNull()).select(
+        problems.append(F.when(extra, F.lit(f"an attribute {t.name} does not declare")))
+        found = F.coalesce(*problems)
+        problem = F.when(mine, found) if problem is None else problem.when(mine, found)
+    unknown = F.when(F.col("_type").isNull(), F.lit("no type")).otherwise(
+        F.concat(F.lit("type "), F.col("_type"), F.lit(" is not declared"))
+    )
+    problem = unknown if problem is None else problem.otherwise(unknown)
+    return raw.select(
         "order",
         "_file",
         "_line",
         F.coalesce(F.col("_type"), F.lit("?")).alias("type"),
-        F.lit(None).cast("string").alias("id"),
-        F.when(F.col("_type").isNull(), F.lit("no type"))
-        .otherwise(F.concat(F.lit("type "), F.col("_type"), F.lit(" is not declared")))
-        .alias("_problem"),
+        id_col.alias("id"),
+        problem.alias("_problem"),
+        *columns,
     )
-    flat = typed[0]
-    for more in typed[1:]:
-        flat = flat.unionByName(more, allowMissingColumns=True)
-    flat = flat.unionByName(unknown, allowMissingColumns=True)
-    return flat
 
 
 def _reject(flat: Any, order_column: str | None) -> None:

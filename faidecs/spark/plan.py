@@ -11,7 +11,7 @@ declaration order, conjunction in canonical evaluation order).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Kind, Program, Subscription
@@ -49,6 +49,49 @@ class Merger:
 
 
 @dataclass(frozen=True)
+class Group:
+    """The mergers one engine runs, on the union of their events: a merger alone (a stream's
+    state is kept per merger), or a bin of mergers (batch replay: an event is copied once per bin
+    rather than once per merger). Each conjunction's state depends only on the events of its own
+    types, so one engine holding several mergers' conjunctions delivers what separate ones would."""
+
+    mergers: tuple[Merger, ...]
+    #: each part under its name in the group's engine: a subscription split over two mergers of
+    #: the group needs two names there
+    named: tuple[tuple[str, Part], ...]
+
+    @staticmethod
+    def of(mergers: tuple[Merger, ...], taken: frozenset[str]) -> "Group":
+        named: list[tuple[str, Part]] = []
+        used = set(taken)
+        seen: set[str] = set()
+        for k, merger in enumerate(mergers):
+            for part in merger.parts:
+                name = part.subscription.name
+                if name in seen:
+                    n = k
+                    while f"{name}_{n}" in used:
+                        n += 1
+                    name = f"{name}_{n}"
+                used.add(name)
+                seen.add(name)
+                named.append((name, part))
+        return Group(mergers, tuple(named))
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return tuple(sorted({t for m in self.mergers for t in m.role}))
+
+    @property
+    def partition_by(self) -> str | None:
+        return self.mergers[0].partition_by if len(self.mergers) == 1 else None
+
+    def program(self, types: dict[str, EventType]) -> Program:
+        subs = tuple(replace(p.subscription, name=n) for n, p in self.named)
+        return Program(dict(types), subs)
+
+
+@dataclass(frozen=True)
 class Plan:
     types: dict[str, EventType]
     subscriptions: tuple[Subscription, ...]
@@ -69,6 +112,26 @@ class Plan:
             attrs = {p.subscription.partition_by for p in parts}
             mergers.append(Merger(role, parts, attrs.pop() if len(attrs) == 1 else None))
         return Plan(dict(program.types), program.subscriptions, tuple(mergers))
+
+    def groups(self, bins: int | None = None) -> tuple[Group, ...]:
+        """One group per merger (``bins=None``), or the mergers in at most ``bins`` groups of about
+        equal work (partitioned mergers stay alone: they split by value). Work is estimated as
+        (types of the merger) × (conjunctions it serves), types taken as equally frequent;
+        largest first into the lightest bin, ties by position, so the result is deterministic."""
+        names = frozenset(s.name for s in self.subscriptions)
+        if bins is None:
+            return tuple(Group.of((m,), names) for m in self.mergers)
+        alone = [m for m in self.mergers if m.partition_by is not None]
+        rest = [m for m in self.mergers if m.partition_by is None]
+        load = [0] * max(1, bins)
+        members: list[list[Merger]] = [[] for _ in load]
+        weight = {id(m): len(m.role) * sum(len(p.subscription.conjunctions) for p in m.parts) for m in rest}
+        for m in sorted(rest, key=lambda m: -weight[id(m)]):
+            b = min(range(len(load)), key=lambda b: (load[b], b))
+            load[b] += weight[id(m)]
+            members[b].append(m)
+        binned = [Group.of(tuple(ms), names) for ms in members if ms]
+        return tuple(binned + [Group.of((m,), names) for m in alone])
 
 
 __all__ = ["COLUMN_SEPARATOR", "SPARK_KINDS", "Merger", "Part", "Plan", "column"]

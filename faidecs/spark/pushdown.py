@@ -18,13 +18,18 @@ from __future__ import annotations
 from faidecs.grammar.model import AttrOf, Conjunction, Const, Kind, Predicate
 from faidecs.matching.evaluate import INT64_MAX, INT64_MIN
 from faidecs.overlay.filters import ACCEPT_ALL, Filter, union_all
-from faidecs.spark.plan import Merger, column
+from faidecs.spark.plan import Group, Merger, column
 
 
 def merger_filter(merger: Merger) -> Filter:
     """What the merger's consumers accept: the union over its conjunctions' slots."""
     conjunctions: list[Conjunction] = [c for p in merger.parts for c in p.subscription.conjunctions]
     return union_all(Filter.of(c) for c in conjunctions)
+
+
+def group_filter(group: Group) -> Filter:
+    """What a group of mergers accepts: the union of their filters."""
+    return union_all(merger_filter(m) for m in group.mergers)
 
 
 def literal_sql(value: float | str | bool, kind: Kind) -> str | None:
@@ -80,4 +85,4 @@ def type_condition_sql(filt: Filter, type_name: str) -> str | None:
     return "(" + " OR ".join(options) + ")"
 
 
-__all__ = ["column_sql", "literal_sql", "merger_filter", "predicate_sql", "type_condition_sql"]
+__all__ = ["column_sql", "group_filter", "literal_sql", "merger_filter", "predicate_sql", "type_condition_sql"]

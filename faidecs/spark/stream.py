@@ -22,7 +22,7 @@ from typing import Any
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from faidecs.matching.engine import Engine
-from faidecs.spark.correlate import DELIVERY_SCHEMA, GroupRun, _empty, _plan, routed
+from faidecs.spark.correlate import DELIVERY_SCHEMA, GroupRun, _empty, _groups, _plan, routed
 from faidecs.spark.ingest import SparkInputError, typed_rows
 from faidecs.spark.plan import SPARK_KINDS, Plan
 
@@ -125,13 +125,14 @@ class _MergerProcessor(StatefulProcessor):
         if last is not None and first <= last:
             raise SparkInputError(
                 f"event at order {first} arrived after order {last} was run for merger "
-                f"{'⊔'.join(plan.mergers[m].role)}: a stream must be appended in its order"
+                f"{'⊔'.join(_groups(self.texts[pid], None)[m].types)}: a stream must be appended in its order"
             )
         orders = pdf["order"].to_numpy()
         if (orders[1:] == orders[:-1]).any():
             twice = int(orders[1:][orders[1:] == orders[:-1]][0])
             raise SparkInputError(f"order {twice} is given to two events: the order must be total")
-        run = GroupRun(tuple(key), pid, plan, m, self.layout, self.matcher, self.with_events, engine)
+        group = _groups(self.texts[pid], None)[m]  # a merger per group: state stays put if parallelism changes
+        run = GroupRun(tuple(key), pid, plan, group, self.layout, self.matcher, self.with_events, engine)
         out = run.feed(pdf)
         self.state.update((json.dumps(run.engine.snapshot()), int(orders[-1])))
         yield out if len(out) else _empty()

@@ -77,13 +77,17 @@ def _flat(spark: Any, streams: dict[int, list[dict[str, Any]]]) -> Any:
     return spark.createDataFrame(pdf)
 
 
-@pytest.mark.parametrize("matcher,programs", [("reference", 200), ("compiled", 6)])
-def test_spark_equals_the_embedded_engine_on_random_programs(spark: Any, matcher: str, programs: int) -> None:
-    """Every program's deliveries, in order, equal the embedded engine's on the same stream."""
+@pytest.mark.parametrize("matcher,programs,bins", [("reference", 200, 0), ("compiled", 6, None), ("reference", 60, 1)])
+def test_spark_equals_the_embedded_engine_on_random_programs(
+    spark: Any, matcher: str, programs: int, bins: int | None
+) -> None:
+    """Every program's deliveries, in order, equal the embedded engine's on the same stream, with
+    mergers binned into engines (0: the default bins; 1: one engine per program) or one engine
+    per merger (None)."""
     rng = random.Random(f"spark:{matcher}")
     texts = {pid: _program(rng, pid) for pid in range(programs)}
     streams = {pid: _events(rng, pid) for pid in range(programs)}
-    out = correlate(_flat(spark, streams), texts, matcher=matcher, with_events=False).collect()
+    out = correlate(_flat(spark, streams), texts, matcher=matcher, with_events=False, bins=bins).collect()
     got: dict[int, list[tuple[str, int, list[str]]]] = {pid: [] for pid in texts}
     for r in out:
         got[r["program"]].append((r["subscription"], r["conjunction"], list(r["relation"])))
