@@ -92,6 +92,7 @@ def main() -> None:
     parser.add_argument("--subscriptions", type=int, default=100)
     parser.add_argument("--files", type=int, default=16)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="8g", help="local mode runs in the driver: its JVM heap")
     parser.add_argument("--baseline-events", type=int, default=300_000)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args()
@@ -106,7 +107,7 @@ def main() -> None:
         write_events(work / "events", args.events, args.files, seed=2)
         generated = time.perf_counter() - started
         baseline = embedded_rate(text, work / "events", args.baseline_events)
-        spark = session(args.master)
+        spark = session(args.master, spark_driver_memory=args.driver_memory)
         spark.conf.set("spark.sql.shuffle.partitions", str(max(8, 4 * spark_cores(args.master))))
         (work / "warm").mkdir()
         write_events(work / "warm", 20_000, 4, seed=3)

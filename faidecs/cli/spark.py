@@ -30,7 +30,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     program = _read_text(args.program)
     compile_program(program, args.program)  # positioned errors before Spark starts
     started = time.perf_counter()
-    spark = session(args.master)
+    spark = session(args.master, spark_driver_memory=args.driver_memory)
     try:
         deliveries = replay(
             spark,
@@ -58,7 +58,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
 
     program = _read_text(args.program)
     compile_program(program, args.program)
-    spark = session(args.master)
+    spark = session(args.master, spark_driver_memory=args.driver_memory)
     try:
         query = stream(
             spark,
@@ -95,6 +95,7 @@ def add_parser(sub: Any) -> None:
     run.add_argument("--format", choices=("json", "csv", "parquet"), help="input format (default: by extension)")
     run.add_argument("--order-column", help="integer column giving the total order (default: the input's order)")
     run.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    run.add_argument("--driver-memory", default="2g", help="driver JVM heap; local mode runs all in it (default 2g)")
     run.add_argument("--matcher", choices=("compiled", "reference"), default="compiled")
     run.add_argument("--no-events", action="store_true", help="write relation ids only, not the events")
     run.set_defaults(func=cmd_run)
@@ -109,6 +110,7 @@ def add_parser(sub: Any) -> None:
     st.add_argument("--files-per-trigger", type=int, help="at most this many new files per micro-batch")
     st.add_argument("--available-now", action="store_true", help="process the files there now, then stop")
     st.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    st.add_argument("--driver-memory", default="2g", help="driver JVM heap; local mode runs all in it (default 2g)")
     st.add_argument("--matcher", choices=("compiled", "reference"), default="compiled")
     st.add_argument("--no-events", action="store_true", help="write relation ids only, not the events")
     st.set_defaults(func=cmd_stream)

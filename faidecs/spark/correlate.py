@@ -1,14 +1,15 @@
 """Correlation on Spark: every merger's events, in the total order, through the compiled matcher.
 
-Rows of the flat table (see :mod:`faidecs.spark.ingest`) are copied to each merger whose types
-include theirs and whose propagated unary predicates they pass (:mod:`faidecs.spark.pushdown`), in
-one pass over the input. The copies are hash-partitioned by group (program, merger, and partition
-value when every subscription at the merger is partitioned by the same attribute) and sorted by
-(group, order) within each partition, and ``mapInPandas`` walks each partition's Arrow batches:
-a group's rows run through one engine (:class:`GroupRun`), batch after batch, by ``publish_batch``
-(columns to the matcher, no Python object per event), so memory is bounded by a batch, not a
-group. Groups run in parallel. The deliveries are sorted back into the embedded engine's order.
-"""
+A program's mergers run in groups (:meth:`~faidecs.spark.plan.Plan.groups`): for batch replay a
+few bins of mergers, one engine each, so that an event is copied once per bin rather than once per
+merger; for streams one merger per group. Rows of the flat table (see :mod:`faidecs.spark.ingest`)
+are copied to each group whose types include theirs and whose propagated unary predicates they
+pass (:mod:`faidecs.spark.pushdown`), in one pass over the input. The copies are hash-partitioned
+by group (program, group, and partition value for a partitioned merger) and sorted by (group,
+order) within each partition, and ``mapInPandas`` walks each partition's Arrow batches: a group's
+rows run through one engine (:class:`GroupRun`), batch after batch, by ``publish_batch`` (columns
+to the matcher, no Python object per event), so memory is bounded by a batch, not a group. Groups
+run in parallel. The deliveries are sorted back into the embedded engine's order."""
 
 from __future__ import annotations
 
