@@ -168,10 +168,20 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
 
     rows_of_batch = BatchRows(first, codes, ev_row, codecs, encoded, ids)
 
+    every_id: list[np.ndarray] = []  # the batch's ids by position, made on first use
+
     def batch_ids(positions: np.ndarray) -> np.ndarray:
-        out = np.empty(len(positions), dtype=object)
-        out[:] = [rows_of_batch.event_id(b) for b in positions.tolist()]
-        return out
+        if not every_id:
+            # One gather per table rather than a lookup per relation event.
+            out = np.empty(size, dtype=object)
+            for i, column in enumerate(ids):
+                where = np.flatnonzero(codes == i)
+                if column is not None:
+                    out[where] = column[ev_row[where]]
+                else:
+                    out[where] = [str(first + b + 1) for b in where.tolist()]
+            every_id.append(out)
+        return every_id[0][positions]
 
     events: dict[int, Event] = {}
 
