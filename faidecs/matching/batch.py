@@ -181,7 +181,8 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
                 else:
                     out[where] = [str(first + b + 1) for b in where.tolist()]
             every_id.append(out)
-        return every_id[0][positions]
+        found: np.ndarray = every_id[0][positions]
+        return found
 
     events: dict[int, Event] = {}
 

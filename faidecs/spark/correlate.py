@@ -299,8 +299,7 @@ class _Rows:
                 text = _event_json(self.ids[b], t.name, attrs)
             else:
                 e: Event = self.result.older_event(arrival)
-                names = [a.name for a in self.plan.types[e.type].attributes]
-                text = _event_json(e.id, e.type, {n: _plain(v) for n, v in zip(names, e.values)})
+                text = _event_json(e.id, e.type, {n: _plain(v) for n, v in e.attrs.items()})
             self.written[arrival] = text
         return text
 

@@ -117,6 +117,7 @@ class _MergerProcessor(StatefulProcessor):
         pdf = pd.concat(frames, ignore_index=True).sort_values("order", kind="stable").reset_index(drop=True)
         pid, m = int(key[0]), int(key[1])
         plan = _plan(self.texts[pid])
+        group = _groups(self.texts[pid], None)[m]  # a merger per group: state stays put if parallelism changes
         engine, last = None, None
         if self.state.exists():
             saved, last = self.state.get()
@@ -125,13 +126,12 @@ class _MergerProcessor(StatefulProcessor):
         if last is not None and first <= last:
             raise SparkInputError(
                 f"event at order {first} arrived after order {last} was run for merger "
-                f"{'⊔'.join(_groups(self.texts[pid], None)[m].types)}: a stream must be appended in its order"
+                f"{'⊔'.join(group.types)}: a stream must be appended in its order"
             )
         orders = pdf["order"].to_numpy()
         if (orders[1:] == orders[:-1]).any():
             twice = int(orders[1:][orders[1:] == orders[:-1]][0])
             raise SparkInputError(f"order {twice} is given to two events: the order must be total")
-        group = _groups(self.texts[pid], None)[m]  # a merger per group: state stays put if parallelism changes
         run = GroupRun(tuple(key), pid, plan, group, self.layout, self.matcher, self.with_events, engine)
         out = run.feed(pdf)
         self.state.update((json.dumps(run.engine.snapshot()), int(orders[-1])))
