@@ -84,35 +84,35 @@ def cmd_stream(args: argparse.Namespace) -> int:
     return 0
 
 
+def _common(parser: Any) -> None:
+    """The options ``run`` and ``stream`` share."""
+    parser.add_argument("--program", required=True, help="program file")
+    parser.add_argument("--out-format", choices=("parquet", "json"), default="parquet", help="default parquet")
+    parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    parser.add_argument("--driver-memory", default="2g", help="driver JVM heap; local mode runs all in it (default 2g)")
+    parser.add_argument("--matcher", choices=("compiled", "reference"), default="compiled")
+    parser.add_argument("--no-events", action="store_true", help="write relation ids only, not the events")
+
+
 def add_parser(sub: Any) -> None:
     spark = sub.add_parser("spark", help="replay event logs on Spark, with the embedded engine's deliveries")
     ssub = spark.add_subparsers(dest="spark_command", required=True)
     run = ssub.add_parser("run", help="replay a file or folder of events against a program")
-    run.add_argument("--program", required=True, help="program file")
+    _common(run)
     run.add_argument("--events", required=True, help="events: JSON lines, CSV or Parquet; a file or a folder")
     run.add_argument("--out", required=True, help="folder for the deliveries")
-    run.add_argument("--out-format", choices=("parquet", "json"), default="parquet", help="default parquet")
     run.add_argument("--format", choices=("json", "csv", "parquet"), help="input format (default: by extension)")
     run.add_argument("--order-column", help="integer column giving the total order (default: the input's order)")
-    run.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
-    run.add_argument("--driver-memory", default="2g", help="driver JVM heap; local mode runs all in it (default 2g)")
-    run.add_argument("--matcher", choices=("compiled", "reference"), default="compiled")
-    run.add_argument("--no-events", action="store_true", help="write relation ids only, not the events")
     run.set_defaults(func=cmd_run)
     st = ssub.add_parser("stream", help="correlate a folder of event files as they arrive (Structured Streaming)")
-    st.add_argument("--program", required=True, help="program file")
+    _common(st)
     st.add_argument("--events", required=True, help="folder that event files are added to")
     st.add_argument("--out", required=True, help="folder for the deliveries (a file sink: exactly once)")
     st.add_argument("--checkpoint", required=True, help="checkpoint folder: a restarted query resumes from it")
     st.add_argument("--order-column", required=True, help="integer field giving each event's place in the order")
     st.add_argument("--format", choices=("json", "csv", "parquet"), default="json", help="input format (default json)")
-    st.add_argument("--out-format", choices=("parquet", "json"), default="parquet", help="default parquet")
     st.add_argument("--files-per-trigger", type=int, help="at most this many new files per micro-batch")
     st.add_argument("--available-now", action="store_true", help="process the files there now, then stop")
-    st.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
-    st.add_argument("--driver-memory", default="2g", help="driver JVM heap; local mode runs all in it (default 2g)")
-    st.add_argument("--matcher", choices=("compiled", "reference"), default="compiled")
-    st.add_argument("--no-events", action="store_true", help="write relation ids only, not the events")
     st.set_defaults(func=cmd_stream)
 
 
