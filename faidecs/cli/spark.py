@@ -22,15 +22,22 @@ def _need_spark() -> None:
         raise SparkMissing("the Spark pipeline needs pyspark: pip install 'faidecs[spark]' (and Java 17)") from None
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _program_and_session(args: argparse.Namespace) -> tuple[str, Any]:
+    """The program's text, checked (positioned errors before Spark starts), and a session."""
     _need_spark()
     from faidecs.grammar import compile_program
-    from faidecs.spark import replay, session, write
+    from faidecs.spark import session
 
     program = _read_text(args.program)
-    compile_program(program, args.program)  # positioned errors before Spark starts
+    compile_program(program, args.program)
+    return program, session(args.master, spark_driver_memory=args.driver_memory)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    spark = session(args.master, spark_driver_memory=args.driver_memory)
+    program, spark = _program_and_session(args)
+    from faidecs.spark import replay, write
+
     try:
         deliveries = replay(
             spark,
@@ -51,14 +58,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
-    _need_spark()
-    from faidecs.grammar import compile_program
-    from faidecs.spark import session
+    program, spark = _program_and_session(args)
     from faidecs.spark.stream import stream
 
-    program = _read_text(args.program)
-    compile_program(program, args.program)
-    spark = session(args.master, spark_driver_memory=args.driver_memory)
     try:
         query = stream(
             spark,
