@@ -6,9 +6,9 @@ merger; for streams one merger per group. Rows of the flat table (see :mod:`faid
 are copied to each group whose types include theirs and whose propagated unary predicates they
 pass (:mod:`faidecs.spark.pushdown`), in one pass over the input. The copies are hash-partitioned
 by group (program, group, and partition value for a partitioned merger) and sorted by (group,
-order) within each partition, and ``mapInPandas`` walks each partition's Arrow batches: a group's
-rows run through one engine (:class:`GroupRun`), batch after batch, by ``publish_batch`` (columns
-to the matcher, no Python object per event), so memory is bounded by a batch, not a group. Groups
+order) within each partition, and ``mapInArrow`` walks each partition's Arrow batches: a group's
+rows run through one engine (:class:`GroupRun`), batch after batch, by ``publish_batch`` (Arrow
+columns to the matcher and relations back as a list column, no Python object per event but ids), so memory is bounded by a batch, not a group. Groups
 run in parallel. The deliveries are sorted back into the embedded engine's order."""
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def correlate(
     from pyspark import StorageLevel
 
     # Kept: the global sort samples its input first, which would otherwise run every engine twice.
-    out = ordered.mapInPandas(run, DELIVERY_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+    out = ordered.mapInArrow(run, DELIVERY_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
     return out.orderBy("program", "order", "declared", "rank")
 
 
@@ -186,24 +186,30 @@ def run_sorted(
     clock: Any = None,
     bins: int | None = None,
 ) -> Iterator[Any]:
-    """Walk batches sorted by (group, order): one engine per group, fed run after run."""
+    """Walk Arrow record batches sorted by (group, order): one engine per group, fed run after run."""
+    import pyarrow.compute as pc
+
     current: GroupRun | None = None
     spent = 0.0
-    for pdf in batches:
-        if len(pdf) == 0:
+    for batch in batches:
+        if batch.num_rows == 0:
             continue
-        keys = list(zip(pdf["program"].tolist(), pdf["merger"].tolist(), pdf["partition"].tolist()))
-        bounds = [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + [len(keys)]
+        programs = batch.column("program").to_numpy(zero_copy_only=False)
+        mergers = batch.column("merger").to_numpy(zero_copy_only=False)
+        partitions = pc.dictionary_encode(batch.column("partition"))
+        codes = partitions.indices.to_numpy(zero_copy_only=False)
+        changed = (programs[1:] != programs[:-1]) | (mergers[1:] != mergers[:-1]) | (codes[1:] != codes[:-1])
+        bounds = [0, *(np.flatnonzero(changed) + 1).tolist(), batch.num_rows]
         for a, b in zip(bounds, bounds[1:]):
-            pid, m, _ = keys[a]
-            if current is None or current.key != keys[a]:
-                plan = _plan(texts[int(pid)])
-                group = _groups(texts[int(pid)], bins)[int(m)]
-                current = GroupRun(keys[a], int(pid), plan, group, layout, matcher, with_events)
+            key = (int(programs[a]), int(mergers[a]), partitions.dictionary[int(codes[a])].as_py())
+            if current is None or current.key != key:
+                pid, m, _ = key
+                plan = _plan(texts[pid])
+                current = GroupRun(key, pid, plan, _groups(texts[pid], bins)[m], layout, matcher, with_events)
             started = time.perf_counter()
-            out = current.feed(pdf.iloc[a:b])
+            out = current.feed_arrow(batch.slice(a, b - a))
             spent += time.perf_counter() - started
-            if len(out):
+            if out is not None:
                 yield out
     if clock is not None:
         clock.add(spent)
@@ -231,59 +237,130 @@ class GroupRun:
         self.with_events = with_events
         self.engine = engine or Engine(group.program(plan.types), matcher=matcher)
         self.parts = dict(group.named)
+        self.names = list(group.types)
+
+    def feed_arrow(self, batch: Any) -> Any:
+        """The deliveries of an Arrow record batch of rows (sorted by order, all of this group), as
+        a record batch of :data:`DELIVERY_SCHEMA` (None: no delivery); the engine keeps its state
+        for the next rows. Columns go from Arrow to the matcher as arrays, and the relations back
+        as one list column: no Python object per row but the ids."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        encoded = pc.dictionary_encode(batch.column("type"))
+        index = {t: i for i, t in enumerate(self.names)}
+        lookup = np.array([index.get(t, -1) for t in encoded.dictionary.to_pylist()], dtype=np.int64)
+        codes = lookup[encoded.indices.to_numpy(zero_copy_only=False)]
+        if (codes < 0).any():
+            raise AssertionError(f"a row of a type outside merger {'⊔'.join(self.names)} reached it")
+        tables: dict[str, dict[str, Any]] = {}
+        for i, t in enumerate(self.names):
+            wanted = ["id"] + [self.layout[column(t, a.name)] for a in self.plan.types[t].attributes]
+            mine = batch.select(wanted).filter(pa.array(codes == i))  # other types' rows hold nulls here
+            table: dict[str, Any] = {"id": mine.column(0).to_numpy(zero_copy_only=False)}
+            for j, a in enumerate(self.plan.types[t].attributes, start=1):
+                table[a.name] = mine.column(j).to_numpy(zero_copy_only=False)
+            tables[t] = table
+        result = self.engine.publish_batch(tables, codes)
+        orders = batch.column("order").to_numpy(zero_copy_only=False)
+        rows = None
+        if self.with_events:
+            slots = sorted(set(self.layout.values()) & set(batch.schema.names))
+            rows = _Rows(
+                np.asarray(self.names, dtype=object)[codes],
+                batch.column("id").to_numpy(zero_copy_only=False),
+                # Values as Python objects: numpy would turn an int column with nulls to floats.
+                {c: _objects(batch.column(c)) for c in slots},
+                self.plan,
+                self.layout,
+                result,
+            )
+        out = self._deliveries(result, orders, rows)
+        if out is None:
+            return None
+        offsets = pa.array(out["offsets"], pa.int32())
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array(np.full(len(out["order"]), self.pid, dtype=np.int32)),
+                pa.array(out["order"], pa.int64()),
+                pa.array(out["declared"], pa.int32()),
+                pa.array(out["rank"], pa.int32()),
+                pa.array(out["subscription"], pa.string()),
+                pa.array(out["conjunction"], pa.int32()),
+                pa.ListArray.from_arrays(offsets, pa.array(out["ids"], pa.string())),
+                pa.array(out["events"], pa.string()) if rows else pa.nulls(len(out["order"]), pa.string()),
+            ],
+            schema=_arrow_schema(),
+        )
 
     def feed(self, pdf: Any) -> Any:
-        """The deliveries of these rows (sorted by order, all of this group), in a DataFrame of
-        :data:`DELIVERY_SCHEMA`; the engine keeps its state for the next rows."""
+        """As :meth:`feed_arrow`, for a pandas DataFrame of rows (streaming hands those over);
+        returns a DataFrame of :data:`DELIVERY_SCHEMA`."""
         import pandas as pd
 
         types = pdf["type"].to_numpy(dtype=object)
-        orders = pdf["order"].to_numpy(dtype=np.int64)
         tables: dict[str, dict[str, Any]] = {}
-        for t in self.group.types:
+        for t in self.names:
             mine = pdf[types == t]  # before the cast: other types' rows hold nulls here
             table: dict[str, Any] = {"id": mine["id"].to_numpy(dtype=object)}
             for a in self.plan.types[t].attributes:
                 table[a.name] = mine[self.layout[column(t, a.name)]].to_numpy(dtype=_NUMPY[a.kind])
             tables[t] = table
         result = self.engine.publish_batch(tables, types)
-        rows = _Rows(pdf, self.plan, self.layout, result) if self.with_events else None
-        frames = []
-        for g in result.groups:
-            if len(g.positions) == 0:
-                continue
-            part = self.parts[g.subscription]
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "program": self.pid,
-                        "order": orders[g.positions],
-                        "declared": part.declared,
-                        "rank": part.ranks[g.conjunction],
-                        "subscription": part.subscription.name,
-                        "conjunction": part.indices[g.conjunction],
-                        "relation": result.ids(g.arrivals).tolist(),
-                        "events": [rows.relation(r) for r in g.arrivals] if rows else None,
-                    }
-                )
-            )
-        if not frames:
+        rows = None
+        if self.with_events:
+            columns = {c: pdf[c].to_numpy(dtype=object) for c in set(self.layout.values()) if c in pdf}
+            rows = _Rows(types, pdf["id"].to_numpy(dtype=object), columns, self.plan, self.layout, result)
+        out = self._deliveries(result, pdf["order"].to_numpy(dtype=np.int64), rows)
+        if out is None:
             return _empty()
-        return pd.concat(frames, ignore_index=True)
+        ids, offsets = out.pop("ids"), out.pop("offsets")
+        out["relation"] = [ids[a:b].tolist() for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+        return pd.DataFrame({"program": self.pid, **{c.split()[0]: out.get(c.split()[0]) for c in DELIVERY_SCHEMA.split(", ")[1:]}})
+
+    def _deliveries(self, result: Any, orders: np.ndarray, rows: _Rows | None) -> dict[str, Any] | None:
+        """Delivery columns as arrays, group after group (the global sort restores delivery
+        order); a relation is ``ids[offsets[r]:offsets[r + 1]]``."""
+        live = [g for g in result.groups if len(g.positions)]
+        if not live:
+            return None
+        sizes = [len(g.positions) for g in live]
+        parts = [self.parts[g.subscription] for g in live]
+        widths = np.repeat([g.arrivals.shape[1] for g in live], sizes)
+        offsets = np.zeros(len(widths) + 1, dtype=np.int64)
+        np.cumsum(widths, out=offsets[1:])
+        return {
+            "order": np.concatenate([orders[g.positions] for g in live]),
+            "declared": np.repeat([p.declared for p in parts], sizes),
+            "rank": np.repeat([p.ranks[g.conjunction] for p, g in zip(parts, live)], sizes),
+            "subscription": np.repeat(np.asarray([p.subscription.name for p in parts], dtype=object), sizes),
+            "conjunction": np.repeat([p.indices[g.conjunction] for p, g in zip(parts, live)], sizes),
+            "ids": np.concatenate([result.ids(g.arrivals).reshape(-1) for g in live]),
+            "offsets": offsets,
+            "events": [rows.relation(r) for g in live for r in g.arrivals] if rows else None,
+        }
 
 
 class _Rows:
     """Events of relations in the input JSON shape, from the batch's rows or the engine's older
     events, each written once."""
 
-    def __init__(self, pdf: Any, plan: Plan, layout: Mapping[str, str], result: Any):
+    def __init__(
+        self,
+        types: np.ndarray,
+        ids: np.ndarray,
+        columns: Mapping[str, np.ndarray],
+        plan: Plan,
+        layout: Mapping[str, str],
+        result: Any,
+    ):
         self.plan = plan
         self.layout = layout
         self.result = result
         self.first = result.first_arrival
-        self.types = pdf["type"].to_numpy(dtype=object)
-        self.ids = pdf["id"].to_numpy(dtype=object)
-        self.columns = {c: pdf[c].to_numpy(dtype=object) for c in set(layout.values())}
+        self.types = types
+        self.ids = ids
+        self.columns = columns
         self.written: dict[int, str] = {}
 
     def relation(self, arrivals: np.ndarray) -> str:
@@ -304,8 +381,33 @@ class _Rows:
         return text
 
 
+@lru_cache(maxsize=1)
+def _arrow_schema() -> Any:
+    """:data:`DELIVERY_SCHEMA` in Arrow types."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("program", pa.int32()),
+            ("order", pa.int64()),
+            ("declared", pa.int32()),
+            ("rank", pa.int32()),
+            ("subscription", pa.string()),
+            ("conjunction", pa.int32()),
+            ("relation", pa.list_(pa.string())),
+            ("events", pa.string()),
+        ]
+    )
+
+
 def _event_json(event_id: str, type_name: str, attrs: dict[str, Any]) -> str:
     return json.dumps({"id": event_id, "type": type_name, "attrs": attrs}, ensure_ascii=False)
+
+
+def _objects(array: Any) -> np.ndarray:
+    out = np.empty(len(array), dtype=object)
+    out[:] = array.to_pylist()
+    return out
 
 
 def _plain(value: Any) -> Any:

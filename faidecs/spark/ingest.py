@@ -62,25 +62,29 @@ def read_events(spark: Any, path: str, plan: Plan, *, fmt: str | None = None, or
     else:
         raise SparkInputError(f"unknown format {fmt!r}: json, csv or parquet")
     raw = raw.withColumn("_file", F.input_file_name()).withColumn("_row", F.monotonically_increasing_id())
-    files = raw.groupBy("_file").agg(F.min("_row").alias("_first")).collect()
-    names = sorted(r["_file"] for r in files)
-    first = {r["_file"]: r["_first"] for r in files}
-    index = F.create_map(*[x for k, n in enumerate(names) for x in (F.lit(n), F.lit(k))])
-    start = F.create_map(*[x for n in names for x in (F.lit(n), F.lit(first[n]))])
-    raw = raw.withColumn("_line", F.col("_row") - start[F.col("_file")] + (1 if fmt == "json" else 2))
+    base = 1 if fmt == "json" else 2  # the first row's line: JSON lines have no header
     if order_column is not None:
         if order_column not in raw.columns and fmt != "json":
             raise SparkInputError(f"{path}: no column {order_column!r} to order by")
         source = F.get_json_object("value", f"$.{order_column}") if fmt == "json" else F.col(order_column)
-        raw = raw.withColumn("order", source.try_cast("bigint"))
+        # ``_line`` holds the row id here: a file's first id is looked up only for a row reported bad.
+        raw = raw.withColumn("order", source.try_cast("bigint")).withColumn("_line", F.col("_row"))
     else:
+        # Row ids count on across the files packed into one partition: a file's lines start at
+        # its first id, so every file's first id is needed (one pass) to number the events.
+        files = raw.groupBy("_file").agg(F.min("_row").alias("_first")).collect()
+        names = sorted(r["_file"] for r in files)
+        first = {r["_file"]: r["_first"] for r in files}
+        index = F.create_map(*[x for k, n in enumerate(names) for x in (F.lit(n), F.lit(k))])
+        start = F.create_map(*[x for n in names for x in (F.lit(n), F.lit(first[n]))])
+        raw = raw.withColumn("_line", F.col("_row") - start[F.col("_file")] + base)
         raw = raw.withColumn("order", index[F.col("_file")] * F.lit(ROWS_PER_FILE) + F.col("_line"))
 
     from pyspark import StorageLevel
 
     # Kept: the checks below and the correlation then read the parsed rows once, not each anew.
     flat = typed_rows(raw, plan, fmt).persist(StorageLevel.MEMORY_AND_DISK)
-    _reject(flat, order_column)
+    _reject(flat, order_column, base)
     return flat.drop("_problem", "_file", "_line")
 
 
@@ -149,17 +153,27 @@ def typed_rows(raw: Any, plan: Plan, fmt: str) -> Any:
     )
 
 
-def _reject(flat: Any, order_column: str | None) -> None:
+def _reject(flat: Any, order_column: str | None, base: int) -> None:
     from pyspark.sql import functions as F
 
-    bad = flat.where(F.col("_problem").isNotNull()).orderBy("order").limit(5).collect()
+    def where(row: Any) -> str:
+        line = row["_line"]
+        if order_column is not None:  # a row id: count from the file's first one
+            first = flat.where(F.col("_file") == row["_file"]).agg(F.min("_line")).first()[0]
+            line = line - first + base
+        return f"{str(row['_file']).rsplit('/', 1)[-1]}:{line}"
+
+    # One pass for the rows' own problems and missing order values (nulls sort first).
+    wrong = F.col("_problem").isNotNull()
+    if order_column is not None:
+        wrong = wrong | F.col("order").isNull()
+    bad = flat.where(wrong).orderBy("order").limit(5).collect()
+    if bad and bad[0]["order"] is None:
+        raise SparkInputError(f"{where(bad[0])}: {order_column} is not an integer")
     if bad:
-        lines = [f"{_where(r)}: {r['_problem']}" for r in bad]
+        lines = [f"{where(r)}: {r['_problem']}" for r in bad]
         raise SparkInputError("bad events (the first ones):\n  " + "\n  ".join(lines))
     if order_column is not None:
-        missing = flat.where(F.col("order").isNull()).limit(3).collect()
-        if missing:
-            raise SparkInputError(f"{_where(missing[0])}: {order_column} is not an integer")
         twice = flat.groupBy("order").count().where("count > 1").limit(3).collect()
         if twice:
             raise SparkInputError(
@@ -168,11 +182,6 @@ def _reject(flat: Any, order_column: str | None) -> None:
     dupes = flat.groupBy("id").agg(F.count("*").alias("n"), F.min("order").alias("o")).where("n > 1").limit(3).collect()
     if dupes:
         raise SparkInputError(f"duplicate event id {dupes[0]['id']!r} ({dupes[0]['n']} events)")
-
-
-def _where(row: Any) -> str:
-    name = str(row["_file"]).rsplit("/", 1)[-1]
-    return f"{name}:{row['_line']}"
 
 
 __all__ = ["SparkInputError", "detect_format", "read_events", "typed_rows"]

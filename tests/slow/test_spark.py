@@ -158,6 +158,25 @@ def test_bad_events_are_named_by_file_and_line(spark: Any, tmp_path: Path, lines
     assert message in str(err.value)
 
 
+@pytest.mark.parametrize("bad_order", [False, True])
+def test_bad_events_with_an_order_column_are_named_by_file_and_line(
+    spark: Any, tmp_path: Path, bad_order: bool
+) -> None:
+    """With an order column, lines are counted only for the rows reported: still the line in its
+    own file, with several small files packed into one partition."""
+    good = [{"id": f"e{n}", "type": "T1", "attrs": {"k": n, "a": 1}, "seq": n} for n in range(23)]
+    # a.jsonl is the larger: Spark packs larger files first, so b.jsonl's row ids do not start at 0.
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(e) + "\n" for e in good[:20]))
+    wrong = {"id": "w", "type": "T1", "attrs": {"k": "x", "a": 1}, "seq": 99}
+    if bad_order:
+        wrong = {"id": "w", "type": "T1", "attrs": {"k": 5, "a": 1}, "seq": "soon"}
+    rest = [good[20], good[21], wrong, good[22]]
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(e) + "\n" for e in rest))
+    with pytest.raises(SparkInputError) as err:
+        replay(spark, TYPES_SOURCE + "subscription S: T1", str(tmp_path), order_column="seq").collect()
+    assert ("b.jsonl:3: seq is not an integer" if bad_order else "b.jsonl:3: attribute k is not a int") in str(err.value)
+
+
 def test_attribute_columns_of_types_with_underscores_do_not_collide(spark: Any, tmp_path: Path) -> None:
     """Type A's b__c and type A__b's c are two columns: a float and a 64-bit int stay what they are
     (one shared column widened the int to a double and lost T's delivery without an error)."""
