@@ -15,7 +15,7 @@ import heapq
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from faidecs.errors import EventError
@@ -24,10 +24,11 @@ from faidecs.grammar.model import EventType, Subscription
 from faidecs.matching.events import Event, EventValidator
 from faidecs.overlay.audit import StreamGap, stream_gaps
 from faidecs.overlay.coordination import SimulatedCoordination
-from faidecs.overlay.messages import Decision, Down, Forward, Message, Publish, Send, Up
+from faidecs.overlay.host import ServerHost
+from faidecs.overlay.messages import Decision, Message, Publish, Send
 from faidecs.overlay.placement import place
-from faidecs.overlay.replica import MergerReplica, ProtocolError
-from faidecs.overlay.roles import Role, ancestry, conjunction_role, is_root, role_name, role_of
+from faidecs.overlay.replica import MergerReplica
+from faidecs.overlay.roles import Role, ancestry, conjunction_role, is_root, role_of
 from faidecs.overlay.scenario import Fault, Joiner, Scenario, SimConfig
 from faidecs.overlay.subscriber import SubscriberClient
 from faidecs.runlog import RunLog, RunRecorder
@@ -94,7 +95,7 @@ class Simulation:
         self.roles = sorted(roles, key=lambda r: (len(r), r))
         replicas = config.replicas
 
-        @lru_cache(maxsize=None)
+        @cache
         def placement(role: Role) -> tuple[str, ...]:
             return place(role, self.servers, replicas)
 
@@ -121,7 +122,7 @@ class Simulation:
                     ack_every=config.ack_every,
                     on_commit=self._committed if is_root(role) else None,
                 )
-        self.by_key = {server: {r.key: r for r in reps.values()} for server, reps in self.replicas.items()}
+        self.hosts = {server: ServerHost(server, reps) for server, reps in self.replicas.items()}
         self.clients: dict[str, SubscriberClient] = {}
         self.publishers = sorted({p for _, p, _ in scenario.publications})
         processes = [*self.servers, *self.subscriptions, *self.publishers]
@@ -198,22 +199,7 @@ class Simulation:
             return
         out: list[Send] = []
         if dst in self.replicas:
-            if isinstance(msg, (Down, Up)):
-                for replica in self.replicas[dst].values():
-                    out += replica.handle(src, msg, self.now)
-            elif isinstance(msg, Forward):
-                child = self.by_key[dst].get(msg.consumer)
-                if child is None:
-                    raise ProtocolError(
-                        f"{dst} got a stream of {role_name(msg.role)} for {msg.consumer}, which it does not host"
-                    )
-                out = child.handle(src, msg, self.now)
-            else:
-                role = role_of([msg.event.type]) if isinstance(msg, Publish) else getattr(msg, "role", None)
-                target = self.replicas[dst].get(role) if role is not None else None
-                if target is None:
-                    raise ProtocolError(f"{dst} got {type(msg).__name__} for a role it does not host")
-                out = target.handle(src, msg, self.now)
+            out = self.hosts[dst].handle(src, msg, self.now)
         elif dst in self.clients:
             out = self.clients[dst].handle(src, msg, self.now)
         self._send(dst, out)
@@ -221,9 +207,7 @@ class Simulation:
     def _tick(self, process: str) -> None:
         if self.state[process] != "up":
             return
-        out: list[Send] = []
-        for replica in self.replicas.get(process, {}).values():
-            out += replica.tick(self.now)
+        out: list[Send] = self.hosts[process].tick(self.now) if process in self.hosts else []
         if process in self.clients:
             out += self.clients[process].tick(self.now)
         self._send(process, out)
@@ -322,9 +306,8 @@ class Simulation:
     def run(self) -> SimResult:
         cfg = self.config
         self._send(COORDINATOR, self.coordination.start())
-        for server, reps in self.replicas.items():
-            for replica in reps.values():
-                self._send(server, replica.start(0))
+        for server, host in self.hosts.items():
+            self._send(server, host.start(0))
             self._at(self.rng.randint(1, cfg.tick_every), "tick", server)
         for name in self.scenario.subscribers:
             self._start_client(name, None)
