@@ -1,0 +1,214 @@
+"""The overlay's messages between OS processes: ZeroMQ over TCP, encrypted and authenticated
+with CurveZMQ (docs/deploy.md).
+
+Each process binds one ROUTER socket (its inbox) and opens one DEALER socket per peer it sends to.
+A link is FIFO while both ends live, as the protocol core assumes (the simulator's links are);
+messages queued for a peer that went down are dropped when the coordination service says so
+(:meth:`Transport.forget`), as a crash would drop them, and the core resends from its log after the
+peer reconnects (``Connect(after)``). Nothing else is resent or deduplicated here: the core's
+positions make every stream idempotent.
+
+Security: with :class:`~faidecs.overlay.certificates.Keys`, the inbox accepts only connections
+whose client key is one of the deployment's public keys (a ZAP handler, before any message), and
+every received message is attributed to the process that key belongs to. A message that claims
+to come from another process (a Publish with another publisher, an Ack for another process...)
+is rejected, as are malformed bytes and messages only the coordination service may send. A
+rejected message is logged and counted, never raised: one bad peer cannot stop a merger.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any, Mapping
+
+import zmq
+from zmq.auth.thread import ThreadAuthenticator
+
+from faidecs.overlay.certificates import Keys
+from faidecs.overlay.messages import (
+    Ack,
+    Connect,
+    Disconnect,
+    Down,
+    EpochState,
+    Holds,
+    JoinRequest,
+    JoinState,
+    LeaderChange,
+    Message,
+    Publish,
+    Up,
+)
+from faidecs.overlay.wire import WireError, decode, encode
+
+LOG = logging.getLogger("faidecs.overlay.transport")
+#: Larger messages are refused by ZeroMQ before they are read (a join's snapshots are the largest).
+MAX_MESSAGE = 256 << 20
+#: Messages read per poll before the caller gets to run its timers.
+MAX_BATCH = 4096
+
+
+class _Authenticator(ThreadAuthenticator):
+    """Admits the deployment's keys only, and names a connection by its key's process."""
+
+    def __init__(self, context: zmq.Context[Any], peers: Mapping[bytes, str]):
+        super().__init__(context)
+        self.peers = dict(peers)
+
+    def curve_user_id(self, client_public_key: bytes) -> str:
+        from zmq.utils import z85
+
+        return self.peers.get(z85.encode(client_public_key), "")
+
+
+class _Known:
+    """ZAP callback: is this client key one of the deployment's?"""
+
+    def __init__(self, peers: Mapping[bytes, str]):
+        self.peers = peers
+
+    def callback(self, domain: str, key: bytes) -> bool:
+        return key in self.peers
+
+
+def claimed_sender(msg: Message) -> str | None:
+    """The process a message says it comes from, where it says one."""
+    if isinstance(msg, Publish):
+        return msg.publisher
+    if isinstance(msg, (Connect, Disconnect, Ack)):
+        return msg.process
+    if isinstance(msg, (Holds, EpochState)):
+        return msg.replica
+    if isinstance(msg, JoinRequest):
+        return msg.joiner
+    if isinstance(msg, JoinState):
+        return msg.peer
+    return None
+
+
+class Transport:
+    """One process's links: ``send`` to a peer by name, ``receive`` what arrived."""
+
+    def __init__(
+        self,
+        process: str,
+        bind: str,
+        addresses: Mapping[str, str],
+        keys: Keys | None,
+        *,
+        context: zmq.Context[Any] | None = None,
+    ):
+        self.process = process
+        self.addresses = dict(addresses)
+        self.keys = keys
+        self.context: zmq.Context[Any] = context or zmq.Context()
+        self.rejected: Counter[str] = Counter()
+        self.sent = 0
+        self.received = 0
+        self.auth: _Authenticator | None = None
+        self.inbox = self.context.socket(zmq.ROUTER)
+        self.inbox.setsockopt(zmq.LINGER, 0)
+        self.inbox.setsockopt(zmq.RCVHWM, 0)
+        self.inbox.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+        if keys is not None:
+            self.auth = _Authenticator(self.context, keys.peers)
+            self.auth.start()
+            self.auth.configure_curve_callback("*", credentials_provider=_Known(keys.peers))
+            self.inbox.curve_secretkey = keys.secret
+            self.inbox.curve_publickey = keys.public
+            self.inbox.curve_server = True
+        self.inbox.bind(bind)
+        self.outs: dict[str, zmq.Socket[Any]] = {}
+
+    @property
+    def endpoint(self) -> str:
+        """The bound address (with the port the system chose for ``tcp://host:*``)."""
+        return str(self.inbox.getsockopt_string(zmq.LAST_ENDPOINT))
+
+    def send(self, dst: str, msg: Message) -> None:
+        sock = self.outs.get(dst)
+        if sock is None:
+            sock = self.outs[dst] = self._connect(dst)
+        # No high-water mark on the link: a slow peer's queue grows rather than messages being
+        # dropped, which the protocol would not notice; a peer that is down is forgotten instead.
+        sock.send(encode(msg), zmq.NOBLOCK)
+        self.sent += 1
+
+    def _connect(self, dst: str) -> zmq.Socket[Any]:
+        address = self.addresses.get(dst)
+        if address is None:
+            raise ValueError(f"{self.process} has no address for process {dst}")
+        sock: zmq.Socket[Any] = self.context.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.SNDHWM, 0)
+        sock.setsockopt(zmq.RECONNECT_IVL, 50)
+        sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        sock.setsockopt(zmq.ROUTING_ID, self.process.encode())
+        if self.keys is not None:
+            sock.curve_secretkey = self.keys.secret
+            sock.curve_publickey = self.keys.public
+            sock.curve_serverkey = self.keys.public_key_of(dst)
+        sock.connect(address)
+        return sock
+
+    def forget(self, peer: str) -> None:
+        """Drop the link to a peer that went down, with whatever was queued for it."""
+        sock = self.outs.pop(peer, None)
+        if sock is not None:
+            sock.close(linger=0)
+
+    def receive(self, timeout_ms: int) -> list[tuple[str, Message]]:
+        """Messages that arrived within ``timeout_ms`` (at most :data:`MAX_BATCH`), each with the
+        process it comes from; rejected ones are logged and counted in :attr:`rejected`."""
+        out: list[tuple[str, Message]] = []
+        if not self.inbox.poll(timeout_ms):
+            return out
+        while len(out) < MAX_BATCH:
+            try:
+                frames = self.inbox.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                break
+            got = self._accept(frames)
+            if got is not None:
+                out.append(got)
+        return out
+
+    def _accept(self, frames: list[Any]) -> tuple[str, Message] | None:
+        if len(frames) != 2:
+            return self._reject("frames", f"{len(frames)} frames, expected 2")
+        payload = frames[1]
+        if self.keys is not None:
+            sender = payload.get("User-Id")  # set by the authenticator from the client's key
+        else:
+            sender = bytes(frames[0].buffer).decode("utf-8", "replace")
+            if sender not in self.addresses:
+                return self._reject("unknown", f"from an unknown process {sender!r}")
+        try:
+            msg = decode(bytes(payload.buffer))
+        except WireError as exc:
+            return self._reject("malformed", f"from {sender}: {exc}")
+        if isinstance(msg, (LeaderChange, Down, Up)):
+            return self._reject("coordination", f"from {sender}: {type(msg).__name__} comes only from the coordination service")
+        claimed = claimed_sender(msg)
+        if claimed is not None and claimed != sender:
+            return self._reject("impersonation", f"{type(msg).__name__} from {sender} claims to come from {claimed}")
+        self.received += 1
+        return sender, msg
+
+    def _reject(self, kind: str, why: str) -> tuple[str, Message] | None:
+        self.rejected[kind] += 1
+        LOG.warning("%s rejected a message: %s", self.process, why)
+        return None
+
+    def close(self) -> None:
+        for sock in self.outs.values():
+            sock.close(linger=0)
+        self.outs.clear()
+        self.inbox.close(linger=0)
+        if self.auth is not None:
+            self.auth.stop()
+        self.context.term()
+
+
+__all__ = ["MAX_MESSAGE", "Transport", "claimed_sender"]
