@@ -16,6 +16,7 @@ A process that publishes in reaction to its deliveries appears as the ``publishe
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import IO, Any, Iterable, Iterator, Mapping
 
@@ -242,3 +243,42 @@ class RunRecorder:
     def finish(self, final: Mapping[str, list[dict[str, list[str]]]]) -> RunLog:
         self.log.final = dict(final)
         return self.log
+
+
+def merge_runlogs(logs: Iterable[tuple[str, RunLog]]) -> RunLog:
+    """One run log from the logs of a run's processes (``(name, log)`` each), as the processes
+    of a deployment write them: each with the same types, its own process record (subscribers),
+    its publications (publishers) or deliveries, timed by a clock all of them share (the host's
+    wall clock, in nanoseconds). Records are interleaved by that time, a process's own order kept,
+    and renumbered 1, 2, ...; times of joins and leaves are mapped onto the new numbering."""
+    items = list(logs)
+    if not items:
+        raise RunLogError("no run logs to merge")
+    first_name, first = items[0]
+    out = RunLog(first.types_source)
+    records: list[tuple[int, int, int, Any]] = []
+    for rank, (name, log) in enumerate(items):
+        if log.types_source != first.types_source:
+            raise RunLogError(f"{name}: its types differ from those of {first_name}")
+        for process, source in log.processes.items():
+            if out.processes.setdefault(process, source) != source:
+                raise RunLogError(f"{name}: process {process} has another subscription in another log")
+        out.final.update(log.final)
+        records += [(p.time, rank, k, p) for k, p in enumerate(log.published)]
+        records += [(d.time, rank, len(log.published) + k, d) for k, d in enumerate(log.delivered)]
+    records.sort(key=lambda r: r[:3])
+    times = [r[0] for r in records]
+
+    def renumbered(time: int) -> int:
+        # The new time of the last record at or before ``time`` (0: before every record).
+        return bisect_right(times, time)
+
+    for n, (_, _, _, record) in enumerate(records, start=1):
+        if isinstance(record, Published):
+            out.published.append(Published(n, record.event))
+        else:
+            out.delivered.append(Delivered(n, record.process, record.conjunction, record.relation))
+    for _, log in items:
+        out.joined.update({p: (renumbered(t), peer) for p, (t, peer) in log.joined.items()})
+        out.left.update({p: renumbered(t) for p, t in log.left.items()})
+    return out

@@ -181,11 +181,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from faidecs.properties import check
-    from faidecs.runlog import RunLog
+    from pathlib import Path
 
-    with _open_events(args.log) as f:
-        log = RunLog.read(f, "<stdin>" if args.log == "-" else args.log)
+    from faidecs.properties import check
+    from faidecs.runlog import RunLog, merge_runlogs
+
+    logs = []
+    for name in args.log:
+        if name != "-" and Path(name).is_dir():  # a run folder of `faidecs overlay up`
+            from faidecs.overlay.launcher import merged_runlog
+
+            logs.append((name, merged_runlog(Path(name))))
+            continue
+        with _open_events(name) as f:
+            logs.append((name, RunLog.read(f, "<stdin>" if name == "-" else name)))
+    log = logs[0][1] if len(logs) == 1 else merge_runlogs(logs)
     report = check(log)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
@@ -251,7 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     verify = sub.add_parser("verify", help="check every property on a run log (exit 1 if one is violated)")
-    verify.add_argument("log", help="run log ('-' for stdin)")
+    verify.add_argument(
+        "log", nargs="+", help="run log ('-' for stdin); several (one per process) are merged; a run folder of overlay up"
+    )
     verify.add_argument("--json", action="store_true", help="print the results as JSON")
     verify.set_defaults(func=cmd_verify)
 

@@ -191,7 +191,7 @@ def _count(text: str) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    overlay = sub.add_parser("overlay", help="the merging overlay: simulate a deployment, draw its mergers")
+    overlay = sub.add_parser("overlay", help="the merging overlay: simulate a deployment, draw its mergers, run it as processes")
     osub = overlay.add_subparsers(dest="overlay_command", required=True)
 
     sim = osub.add_parser(
@@ -230,6 +230,10 @@ def add_parser(sub: Any) -> None:
     topo.add_argument("--dot", action="store_true", help="print Graphviz text instead")
     topo.add_argument("--png", help="also draw the graph to this file (needs matplotlib)")
     topo.set_defaults(func=cmd_topology)
+
+    from faidecs.cli.deploy import add_commands
+
+    add_commands(osub)
 
 
 __all__ = ["add_parser"]

@@ -1,0 +1,143 @@
+"""``faidecs overlay keys|up|down|status|node``: the overlay as processes (docs/deploy.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from faidecs.overlay.certificates import create_keys
+    from faidecs.overlay.deployment import load_deployment
+
+    names = list(args.process)
+    if args.deployment:
+        names += load_deployment(Path(args.deployment)).processes()
+    if not names:
+        print("faidecs: name processes with --process or give --deployment", file=sys.stderr)
+        return 2
+    created = create_keys(Path(args.folder), names)
+    kept = sorted(set(names) - set(created))
+    print(f"created keys for {len(created)} processes in {args.folder}" + (f"; kept {', '.join(kept)}" if kept else ""))
+    return 0
+
+
+def cmd_node(args: argparse.Namespace) -> int:
+    from faidecs.overlay.deployment import load_deployment
+    from faidecs.overlay.node import Node
+
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.process} %(levelname)s %(message)s")
+    run_dir = Path(args.run_dir)
+    deployment = load_deployment(Path(args.deployment))
+    zookeeper = args.zookeeper or deployment.zookeeper
+    if zookeeper is None:
+        print("faidecs: give --zookeeper or set zookeeper in the deployment file", file=sys.stderr)
+        return 2
+    for sub in ("logs", "status"):
+        (run_dir / sub).mkdir(parents=True, exist_ok=True)
+    Node(deployment, args.process, zookeeper, log_dir=run_dir / "logs", status_dir=run_dir / "status").run()
+    return 0
+
+
+def status_table(statuses: dict[str, dict[str, Any]], previous: dict[str, dict[str, Any]] | None = None) -> str:
+    """Per merger replica: role, leader, epoch, state, log and commit positions, buffered inputs,
+    commits per second since ``previous``; per client: deliveries or publications."""
+    lines = [f"{'process':<10} {'merger':<24} {'leader':<8} {'epoch':>5} {'state':<10} {'commit':>8} {'rate/s':>8} {'buffered':>8}"]
+    for name in sorted(statuses):
+        s = statuses[name]
+        before = (previous or {}).get(name)
+        elapsed = s["time"] - before["time"] if before else 0.0
+        for m in s.get("mergers", []):
+            old = next((x for x in before.get("mergers", []) if x["role"] == m["role"]), None) if before else None
+            rate = (m["commit"] - old["commit"]) / elapsed if old and elapsed > 0 else 0.0
+            lines.append(
+                f"{name:<10} {m['role']:<24} {m['leader'] or '-':<8} {m['epoch']:>5} {m['status']:<10} "
+                f"{m['commit']:>8} {rate:>8.0f} {m['buffered']:>8}"
+            )
+        if "delivered" in s:
+            lines.append(f"{name:<10} subscriber: {s['delivered']} deliveries" + ("" if s.get("started") else " (starting)"))
+        if "published" in s:
+            lines.append(f"{name:<10} publisher: {s['published']} events" + (" (done)" if s.get("done") else ""))
+        if s.get("rejected"):
+            lines.append(f"{name:<10} rejected messages: {s['rejected']}")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from faidecs.overlay.launcher import LocalDeployment
+
+    run = LocalDeployment(Path(args.deployment), Path(args.run_dir), zookeeper=args.zookeeper)
+    run.start()
+    print(f"faidecs: {len(run.procs)} processes up; run folder {args.run_dir}; stop with: faidecs overlay down {args.run_dir}")
+    if not args.watch:
+        return 0
+    previous: dict[str, dict[str, Any]] | None = None
+    try:
+        while any(p.poll() is None for p in run.procs.values()):
+            statuses = run.statuses()
+            sys.stdout.write("\x1b[2J\x1b[H" + status_table(statuses, previous))
+            sys.stdout.flush()
+            previous = statuses
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    run.stop()
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from faidecs.overlay.launcher import down
+
+    stopped = down(Path(args.run_dir))
+    print(f"faidecs: stopped {', '.join(stopped) or 'nothing (no process was running)'}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+
+    folder = Path(args.run_dir) / "status"
+    statuses = {f.stem: json.loads(f.read_text()) for f in sorted(folder.glob("*.json"))}
+    if args.json:
+        print(json.dumps(statuses, indent=2))
+    else:
+        sys.stdout.write(status_table(statuses))
+    return 0 if statuses else 1
+
+
+def add_commands(osub: Any) -> None:
+    keys = osub.add_parser("keys", help="create CurveZMQ key pairs for a deployment's processes")
+    keys.add_argument("folder", help="key folder (public/ and private/ are made inside)")
+    keys.add_argument("--deployment", help="a deployment file: a key pair for each of its processes")
+    keys.add_argument("--process", action="append", default=[], help="a process name (repeatable)")
+    keys.set_defaults(func=cmd_keys)
+
+    up = osub.add_parser("up", help="start a deployment's processes on this host")
+    up.add_argument("deployment", help="deployment file (TOML)")
+    up.add_argument("--run-dir", default="overlay-run", help="folder for logs and status (default overlay-run)")
+    up.add_argument("--zookeeper", help="host:port of a running ZooKeeper (default: start one on loopback)")
+    up.add_argument("--watch", action="store_true", help="show the live status until Ctrl-C, then stop everything")
+    up.set_defaults(func=cmd_up)
+
+    dn = osub.add_parser("down", help="stop the processes of a run started by overlay up")
+    dn.add_argument("run_dir", nargs="?", default="overlay-run")
+    dn.set_defaults(func=cmd_down)
+
+    st = osub.add_parser("status", help="print the status of a running deployment")
+    st.add_argument("run_dir", nargs="?", default="overlay-run")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_status)
+
+    node = osub.add_parser("node", help="run one process of a deployment (overlay up runs these)")
+    node.add_argument("deployment", help="deployment file (TOML)")
+    node.add_argument("process", help="the process to run")
+    node.add_argument("--zookeeper", help="host:port (default: the deployment file's)")
+    node.add_argument("--run-dir", default="overlay-run", help="folder for its run log and status")
+    node.set_defaults(func=cmd_node)
+
+
+__all__ = ["add_commands", "status_table"]

@@ -1,0 +1,304 @@
+"""One overlay process: the protocol core driven by real sockets, a real clock and ZooKeeper.
+
+A node is a server (the merger replicas that placement gives it), a subscriber (one subscription,
+through a :class:`~faidecs.overlay.subscriber.SubscriberClient`) or a publisher (events from a
+file). Its loop reads the transport, hands each message to the core with the current time in
+milliseconds (the host's wall clock, so that the timestamps of different mergers' streams are
+comparable when a subscriber merges a disjunction), passes on the coordination service's news,
+ticks the core, and sends what the core returns. The core is the one the simulator tests; only
+the I/O is here.
+
+Coordination news arrives on kazoo's thread and is queued for the loop: the core is single
+threaded. ``Down(p)`` also drops the link to ``p`` with what was queued for it, as a crash would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from faidecs.errors import EventError, FaidecsError
+from faidecs.matching.events import EventValidator
+from faidecs.overlay.certificates import Keys
+from faidecs.overlay.deployment import Deployment
+from faidecs.overlay.host import ServerHost
+from faidecs.overlay.messages import Down, Message, Publish, Send
+from faidecs.overlay.processlog import ProcessLog
+from faidecs.overlay.replica import MergerReplica, ProtocolError
+from faidecs.overlay.roles import role_name, role_of
+from faidecs.overlay.subscriber import SubscriberClient
+from faidecs.overlay.transport import Transport
+
+LOG = logging.getLogger("faidecs.overlay.node")
+COORDINATOR = "coordinator"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Node:
+    """One process of ``deployment``; :meth:`run` until stopped (SIGTERM, SIGINT or :meth:`stop`)."""
+
+    def __init__(self, deployment: Deployment, process: str, zookeeper: str, *, log_dir: Path, status_dir: Path | None = None):
+        if process not in deployment.processes():
+            raise FaidecsError(f"process {process} is not in deployment {deployment.name}")
+        self.d = deployment
+        self.process = process
+        self.zookeeper = zookeeper
+        self.stopping = threading.Event()
+        self.news: queue.SimpleQueue[Message] = queue.SimpleQueue()
+        self.status_dir = status_dir
+        keys = None if deployment.insecure else Keys.load(deployment.path(deployment.keys or ""), process)
+        self.transport = Transport(process, deployment.address(process), deployment.addresses(), keys)
+        timing = deployment.timing
+        self.tick_every = timing.tick_every
+        subscription = deployment.subscription(process) if process in deployment.subscribers else None
+        self.log = ProcessLog(
+            log_dir / f"{process}.runlog",
+            deployment.types_source(),
+            process,
+            (subscription.source or subscription.to_source()) if subscription is not None else None,
+        )
+        if subscription is not None and deployment.subscribers[process].start == "up":
+            self.log.start()
+        self.host: ServerHost | None = None
+        self.client: SubscriberClient | None = None
+        self.events: Iterator[dict[str, Any]] | None = None
+        roles: dict[Any, tuple[str, ...]] = {}
+        if process in deployment.servers:
+            replicas = {}
+            for role in deployment.roles:
+                if process in deployment.placement(role):
+                    replicas[role] = MergerReplica(
+                        role,
+                        process,
+                        deployment.placement,
+                        heartbeat_every=timing.heartbeat_every,
+                        retry_every=timing.retry_every,
+                        retain=timing.retain,
+                        ack_every=timing.ack_every,
+                    )
+                    roles[role] = deployment.placement(role)
+            self.host = ServerHost(process, replicas)
+        elif subscription is not None:
+            spec = deployment.subscribers[process]
+            self.client = SubscriberClient(
+                process,
+                subscription,
+                deployment.types,
+                deployment.placement,
+                self,
+                matcher=deployment.matcher,
+                peer=spec.peer,
+                retry_every=timing.retry_every,
+                ack_every=timing.ack_every,
+            )
+        else:
+            self.publisher = deployment.publishers[process]
+            self.events = self._read_events(deployment.path(self.publisher.events))
+            self.validator = EventValidator(deployment.types)
+            self.seq = 0
+        from faidecs.overlay.zkcoordination import ZooKeeperMember
+
+        self.member = ZooKeeperMember(
+            zookeeper, deployment.name, process, roles, self.news.put, session_timeout=timing.session_timeout / 1000
+        )
+        self.delivered = 0
+        self.protocol_errors = 0
+        self.started_at = 0
+        # Per role: when this replica learned its current epoch, and when the commit point first
+        # moved in it (wall clock, s): a failover's length, seen from the new leader.
+        self.epochs: dict[Any, dict[str, float]] = {}
+
+    # --- the client's observer ---------------------------------------------------------------
+
+    def deliver(self, process: str, conjunction: int, relation: tuple[str, ...]) -> None:
+        self.delivered += 1
+        self.log.deliver(conjunction, relation)
+
+    def snapshot_taken(self, peer: str, joiner: str) -> int:
+        return self.log.now()
+
+    def joined(self, process: str, peer: str | None, marker: int | None) -> None:
+        if self.d.subscribers[process].start == "later":  # its process record says when it joined
+            self.log.start(peer, joining=True)
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def run(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(sig, lambda *_: self.stop())
+        self.member.start()
+        now = self.started_at = now_ms()
+        if self.host is not None:
+            self._send(self.host.start(now))
+        if self.client is not None:
+            self._send(self.client.start(now))
+        next_tick = now + self.tick_every
+        next_status = now
+        try:
+            while not self.stopping.is_set():
+                now = now_ms()
+                wait = max(0, min(next_tick - now, self._publish_due(now)))
+                for src, msg in self.transport.receive(wait):
+                    self._handle(src, msg, now_ms())
+                while True:
+                    try:
+                        news = self.news.get_nowait()
+                    except queue.Empty:
+                        break
+                    if isinstance(news, Down):
+                        self.transport.forget(news.process)
+                    self._handle(COORDINATOR, news, now_ms())
+                now = now_ms()
+                if now >= next_tick:
+                    next_tick = now + self.tick_every
+                    if self.host is not None:
+                        self._send(self.host.tick(now))
+                    if self.client is not None:
+                        self._send(self.client.tick(now))
+                if self.events is not None:
+                    self._publish(now)
+                if self.host is not None:
+                    self._watch_epochs()
+                if now >= next_status:
+                    next_status = now + 500
+                    self.log.flush()
+                    self._write_status()
+        finally:
+            if self.client is not None and self.client.started():
+                self.log.final(self.client.final_queues())
+            self.log.close()
+            self._write_status()
+            self.member.stop()
+            self.transport.close()
+
+    def _handle(self, src: str, msg: Message, now: int) -> None:
+        try:
+            if self.host is not None:
+                self._send(self.host.handle(src, msg, now))
+            elif self.client is not None:
+                self._send(self.client.handle(src, msg, now))
+        except ProtocolError as exc:
+            # A message the core cannot place (a peer's bug or a stale sender): logged and
+            # counted; the process goes on.
+            self.protocol_errors += 1
+            LOG.warning("%s: %s", self.process, exc)
+
+    def _send(self, sends: list[Send]) -> None:
+        for dst, msg in sends:
+            if dst == self.process:
+                self._handle(self.process, msg, now_ms())
+            else:
+                self.transport.send(dst, msg)
+
+    def _watch_epochs(self) -> None:
+        assert self.host is not None
+        for role, r in self.host.replicas.items():
+            seen = self.epochs.get(role)
+            if seen is None or seen["epoch"] != r.epoch:
+                self.epochs[role] = {"epoch": r.epoch, "epoch_at": time.time(), "commit_then": r.commit}
+            elif "first_commit_at" not in seen and r.commit > seen["commit_then"] and r.is_leading():
+                seen["first_commit_at"] = time.time()
+
+    # --- publishing ---------------------------------------------------------------------------
+
+    def _read_events(self, path: Path) -> Iterator[dict[str, Any]]:
+        with path.open(encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise FaidecsError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
+                if not isinstance(event, dict):
+                    raise FaidecsError(f"{path}:{number}: an event is a JSON object")
+                yield {**event, "_line": f"{path}:{number}"}
+
+    def _publish_due(self, now: int) -> int:
+        """Milliseconds until the next publication is due (a tick when there is nothing to publish)."""
+        if self.events is None or not self.publisher.rate:
+            return self.tick_every if self.events is None else 0
+        due = self.started_at + int(self.seq * 1000 / self.publisher.rate)
+        return max(0, due - now)
+
+    def _publish(self, now: int) -> None:
+        assert self.events is not None
+        budget = 256  # publications per pass: the loop must still read and tick
+        while budget and self._publish_due(now) == 0:
+            budget -= 1
+            try:
+                raw = next(self.events)
+            except StopIteration:
+                self.events = None
+                LOG.info("%s published %d events", self.process, self.seq)
+                return
+            where = raw.pop("_line")
+            try:
+                event = self.validator.validate({**raw, "publisher": self.process, "seq": self.seq})
+            except EventError as exc:
+                raise FaidecsError(f"{where}: {exc}") from None
+            self.log.publish({"id": event.id, "type": event.type, "attrs": event.attrs, "publisher": self.process, "seq": self.seq})
+            message = Publish(self.process, self.seq, event)
+            for replica in self.d.placement(role_of([event.type])):
+                self.transport.send(replica, message)
+            self.seq += 1
+
+    # --- status -------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """What `faidecs overlay up` shows: per merger replica its role, leader, epoch, log and
+        commit positions, buffered inputs; per client its deliveries; transport counters."""
+        out: dict[str, Any] = {
+            "process": self.process,
+            "time": time.time(),
+            "sent": self.transport.sent,
+            "received": self.transport.received,
+            "rejected": dict(self.transport.rejected),
+            "protocol_errors": self.protocol_errors,
+        }
+        if self.host is not None:
+            out["mergers"] = [
+                {
+                    "role": role_name(r.role),
+                    "leader": r.leader,
+                    "epoch": r.epoch,
+                    "status": r.status,
+                    "log": len(r.decisions),
+                    "commit": r.commit,
+                    "buffered": r.buffered(),
+                    "stale_rejected": r.stale_rejected,
+                    **self.epochs.get(r.role, {}),
+                }
+                for r in self.host.replicas.values()
+            ]
+        if self.client is not None:
+            out["delivered"] = self.delivered
+            out["started"] = self.client.started()
+        if self.events is not None or self.process in self.d.publishers:
+            out["published"] = getattr(self, "seq", 0)
+            out["done"] = self.events is None
+        return out
+
+    def _write_status(self) -> None:
+        if self.status_dir is None:
+            return
+        path = self.status_dir / f"{self.process}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.status()))
+        tmp.replace(path)  # readers never see half a file
+
+
+__all__ = ["Node", "now_ms"]
