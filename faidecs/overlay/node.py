@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 from faidecs.errors import EventError, FaidecsError
 from faidecs.matching.events import EventValidator
+from faidecs.overlay.admission import inconsistency
 from faidecs.overlay.certificates import Keys
 from faidecs.overlay.deployment import Deployment
 from faidecs.overlay.host import ServerHost
@@ -58,6 +59,7 @@ class Node:
         keys = None if deployment.insecure else Keys.load(deployment.path(deployment.keys or ""), process)
         self.transport = Transport(process, deployment.address(process), deployment.addresses(), keys)
         timing = deployment.timing
+        self.types = deployment.types
         self.tick_every = timing.tick_every
         subscription = deployment.subscription(process) if process in deployment.subscribers else None
         self.log = ProcessLog(
@@ -152,6 +154,11 @@ class Node:
                 now = now_ms()
                 wait = max(0, min(next_tick - now, self._publish_due(now)))
                 for src, msg in self.transport.receive(wait):
+                    problem = inconsistency(msg, self.types)
+                    if problem is not None:
+                        self.transport.rejected["inconsistent"] += 1
+                        LOG.warning("%s rejected %s from %s: %s", self.process, type(msg).__name__, src, problem)
+                        continue
                     self._handle(src, msg, now_ms())
                 while True:
                     try:
@@ -190,9 +197,9 @@ class Node:
                 self._send(self.host.handle(src, msg, now))
             elif self.client is not None:
                 self._send(self.client.handle(src, msg, now))
-        except ProtocolError as exc:
-            # A message the core cannot place (a peer's bug or a stale sender): logged and
-            # counted; the process goes on.
+        except (ProtocolError, FaidecsError) as exc:
+            # A message the core cannot place (a peer's bug or a stale sender) or a peer's state
+            # that does not restore: logged and counted; the process goes on.
             self.protocol_errors += 1
             LOG.warning("%s: %s", self.process, exc)
 
