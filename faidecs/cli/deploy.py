@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -40,7 +41,14 @@ def cmd_node(args: argparse.Namespace) -> int:
         return 2
     for sub in ("logs", "status"):
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
-    Node(deployment, args.process, zookeeper, log_dir=run_dir / "logs", status_dir=run_dir / "status").run()
+    node = Node(deployment, args.process, zookeeper, log_dir=run_dir / "logs", status_dir=run_dir / "status")
+    profile = os.environ.get("FAIDECS_PROFILE")  # a folder: where each process leaves its cProfile stats
+    if profile:
+        import cProfile
+
+        cProfile.runctx("node.run()", globals(), {"node": node}, str(Path(profile) / f"{args.process}.prof"))
+    else:
+        node.run()
     return 0
 
 

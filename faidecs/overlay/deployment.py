@@ -175,7 +175,15 @@ class Deployment(BaseModel):
         return sorted(roles, key=lambda r: (len(r), r))
 
     def placement(self, role: Role) -> tuple[str, ...]:
-        return place(role, sorted(self.servers), self.replicas)
+        # Asked for every publication: placed once per role.
+        placed = self._placed.get(role)
+        if placed is None:
+            placed = self._placed[role] = place(role, sorted(self.servers), self.replicas)
+        return placed
+
+    @cached_property
+    def _placed(self) -> dict[Role, tuple[str, ...]]:
+        return {}
 
     def address(self, process: str) -> str:
         if process in self.servers:
