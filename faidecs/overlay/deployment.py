@@ -39,7 +39,7 @@ from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Program, Subscription
 from faidecs.overlay.certificates import check_process_name
 from faidecs.overlay.placement import place
-from faidecs.overlay.roles import Role, ancestry, conjunction_role, role_of
+from faidecs.overlay.roles import Role, ancestry, conjunction_role, role_of, split_by_role
 
 
 class DeploymentError(FaidecsError):
@@ -96,6 +96,10 @@ class Deployment(BaseModel):
     insecure: bool = False
     zookeeper: str | None = None
     matcher: Literal["compiled", "reference"] = "compiled"
+    #: overlay: the type-merging overlay. sequencer: the baseline of the papers' comparison, every
+    #: publication ordered by one (replicated, with replicas > 1) sequencer, each subscriber
+    #: feeding the whole ordered stream of its types to one embedded engine.
+    ordering: Literal["overlay", "sequencer"] = "overlay"
     servers: dict[str, str]
     subscribers: dict[str, SubscriberSpec] = Field(default_factory=dict)
     publishers: dict[str, PublisherSpec] = Field(default_factory=dict)
@@ -165,9 +169,28 @@ class Deployment(BaseModel):
         wanted = self.subscribers[subscriber].subscription
         return next(s for s in self.compiled.subscriptions if s.name == wanted)
 
+    @property
+    def sequencer_role(self) -> Role:
+        """The sequencer's replica group under ``ordering = "sequencer"``: it runs the root merger
+        protocol (leader, epochs, majority commit, filters per consumer) for every type at once,
+        named after the first type so that messages name a declared role."""
+        return role_of([min(self.compiled.types)])
+
+    def root_role(self, type_name: str) -> Role:
+        """Where a publication of this type goes."""
+        return self.sequencer_role if self.ordering == "sequencer" else role_of([type_name])
+
+    def streams(self, subscription: Subscription) -> list[tuple[Role, tuple[int, ...], Subscription]]:
+        """A subscriber's streams: one per merger its conjunctions need, or the sequencer's one."""
+        if self.ordering == "sequencer":
+            return [(self.sequencer_role, tuple(range(len(subscription.conjunctions))), subscription)]
+        return split_by_role(subscription)
+
     @cached_property
     def roles(self) -> list[Role]:
         """Every merger role: a root per type, and each subscriber's conjunctions' ancestries."""
+        if self.ordering == "sequencer":
+            return [self.sequencer_role]
         roles: set[Role] = {role_of([t]) for t in self.compiled.types}
         for name in self.subscribers:
             for conj in self.subscription(name).conjunctions:

@@ -8,7 +8,7 @@ names (a publication: the root role of its event's type).
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Callable, Mapping
 
 from faidecs.overlay.messages import Down, Forward, Message, Publish, Send, Up
 from faidecs.overlay.replica import MergerReplica, ProtocolError
@@ -16,8 +16,13 @@ from faidecs.overlay.roles import Role, role_name, role_of
 
 
 class ServerHost:
-    def __init__(self, process: str, replicas: Mapping[Role, MergerReplica]):
+    def __init__(
+        self, process: str, replicas: Mapping[Role, MergerReplica], root: Callable[[str], Role] | None = None
+    ):
+        """``root``: the role a publication of a type goes to (the type's root merger, or the
+        sequencer of a baseline deployment)."""
         self.process = process
+        self.root = root or (lambda t: role_of([t]))
         self.replicas = dict(replicas)
         self.by_key = {r.key: r for r in self.replicas.values()}
 
@@ -41,7 +46,7 @@ class ServerHost:
                     f"{self.process} got a stream of {role_name(msg.role)} for {msg.consumer}, which it does not host"
                 )
             return child.handle(src, msg, now)
-        role = role_of([msg.event.type]) if isinstance(msg, Publish) else getattr(msg, "role", None)
+        role = self.root(msg.event.type) if isinstance(msg, Publish) else getattr(msg, "role", None)
         target = self.replicas.get(role) if role is not None else None
         if target is None:
             raise ProtocolError(f"{self.process} got {type(msg).__name__} for a role it does not host")

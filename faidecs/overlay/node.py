@@ -32,7 +32,7 @@ from faidecs.overlay.host import ServerHost
 from faidecs.overlay.messages import Down, Message, Publish, Send
 from faidecs.overlay.processlog import ProcessLog
 from faidecs.overlay.replica import MergerReplica, ProtocolError
-from faidecs.overlay.roles import role_name, role_of
+from faidecs.overlay.roles import role_name
 from faidecs.overlay.subscriber import SubscriberClient
 from faidecs.overlay.transport import Transport
 
@@ -88,7 +88,7 @@ class Node:
                         ack_every=timing.ack_every,
                     )
                     roles[role] = deployment.placement(role)
-            self.host = ServerHost(process, replicas)
+            self.host = ServerHost(process, replicas, deployment.root_role)
         elif subscription is not None:
             spec = deployment.subscribers[process]
             self.client = SubscriberClient(
@@ -101,6 +101,7 @@ class Node:
                 peer=spec.peer,
                 retry_every=timing.retry_every,
                 ack_every=timing.ack_every,
+                split=deployment.streams,
             )
         else:
             self.publisher = deployment.publishers[process]
@@ -259,7 +260,7 @@ class Node:
                 raise FaidecsError(f"{where}: {exc}") from None
             self.log.publish({"id": event.id, "type": event.type, "attrs": event.attrs, "publisher": self.process, "seq": self.seq})
             message = Publish(self.process, self.seq, event)
-            for replica in self.d.placement(role_of([event.type])):
+            for replica in self.d.placement(self.d.root_role(event.type)):
                 self.transport.send(replica, message)
             self.seq += 1
 

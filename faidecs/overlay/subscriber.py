@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from faidecs.grammar.model import EventType, Program, Subscription
 from faidecs.matching.engine import Engine
@@ -89,6 +90,7 @@ class SubscriberClient:
         retry_every: int = 200,
         ack_every: int = 50,
         down: Iterable[str] = (),
+        split: Callable[[Subscription], list[tuple[Role, tuple[int, ...], Subscription]]] = split_by_role,
     ):
         """``down``: the processes whose sessions are expired now (read from the coordination
         service when the client starts; ``Down``/``Up`` notifications keep it current)."""
@@ -112,7 +114,7 @@ class SubscriberClient:
             f"+{subscription.partition_by or ''}"
         )
         self.streams: dict[Role, Stream] = {}
-        for rank, (role, indices, part) in enumerate(split_by_role(subscription)):
+        for rank, (role, indices, part) in enumerate(split(subscription)):
             program = Program(dict(types), (part,))
             engine = Engine(program, matcher=matcher)
             key = subscriber_key([c.text for c in part.conjunctions], options)

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from faidecs.matching.engine import Engine
 from faidecs.overlay.certificates import create_keys
 from faidecs.overlay.launcher import LocalDeployment
 from faidecs.overlay.report import kept_properties
@@ -43,7 +44,9 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 _ports = iter(range(17100, 17900, 20))
 
 
-def _deployment(folder: Path, events: int, *, rate: int, extra: str = "", later: tuple[str, ...] = ()) -> Path:
+def _deployment(
+    folder: Path, events: int, *, rate: int, extra: str = "", later: tuple[str, ...] = (), replicas: int = 3
+) -> Path:
     base = next(_ports)
     rng = random.Random(events)
     (folder / "program.fdc").write_text(PROGRAM)
@@ -58,7 +61,7 @@ def _deployment(folder: Path, events: int, *, rate: int, extra: str = "", later:
         for k, (name, sub) in enumerate(SUBSCRIBERS.items())
     )
     text = (
-        f'name = "t{base}"\nprogram = "program.fdc"\nreplicas = 3\nkeys = "keys"\n{extra}\n'
+        f'name = "t{base}"\nprogram = "program.fdc"\nreplicas = {replicas}\nkeys = "keys"\n{extra}\n'
         f"[timing]\nsession_timeout = 400\n\n[servers]\n{servers}\n{subscribers}\n"
         f'[publishers.p1]\naddress = "tcp://127.0.0.1:{base + 19}"\nevents = "events.jsonl"\nrate = {rate}\n'
     )
@@ -119,6 +122,31 @@ def test_processes_deliver_in_agreement(tmp_path: Path, zookeeper: str) -> None:
     assert by["s3"], "the three-type subscription delivered nothing"
     rejected = {n: s.get("rejected") for n, s in run.statuses().items() if s.get("rejected")}
     assert not rejected, rejected
+
+
+@pytest.mark.parametrize("replicas", [1, 3])
+def test_sequencer_baseline_delivers_what_the_embedded_engine_delivers(tmp_path: Path, zookeeper: str, replicas: int) -> None:
+    """The baseline orders every publication at one sequencer (replicated or not): with one
+    publisher, whose link is FIFO, the order is the file's, so each subscriber must deliver
+    exactly what the embedded engine delivers on the file."""
+    path = _deployment(tmp_path, 250, rate=800, extra='ordering = "sequencer"', replicas=replicas)
+    run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
+    try:
+        run.start()
+        _settled(run, 250)
+    finally:
+        run.stop()
+    by = _verify(run, 250)
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    for name, subscription in SUBSCRIBERS.items():
+        engine = Engine.from_source(PROGRAM.split("subscription")[0] + _only(subscription))
+        expected = [(d.conjunction, tuple(d.ids)) for e in events for d in engine.publish(e)]
+        assert expected and by[name] == expected, name
+    assert {m["role"] for st in run.statuses().values() for m in st.get("mergers", [])} == {"[A]"}
+
+
+def _only(subscription: str) -> str:
+    return next("subscription" + part for part in PROGRAM.split("subscription")[1:] if part.startswith(f" {subscription} "))
 
 
 @pytest.mark.parametrize("victim", ["leader", "follower"])
