@@ -1,0 +1,103 @@
+"""Shared by the benchmarks of real deployments: write a deployment, run it on loopback, and take
+throughput and latency from the processes' own run logs (host clock, nanoseconds)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from faidecs.overlay.certificates import create_keys
+from faidecs.overlay.launcher import LocalDeployment
+
+
+def write_deployment(
+    folder: Path,
+    program: str,
+    events: list[dict[str, Any]],
+    subscribers: dict[str, str],
+    *,
+    ordering: str = "overlay",
+    replicas: int = 3,
+    servers: int = 3,
+    rate: float = 0,
+    port: int = 18000,
+) -> Path:
+    (folder / "program.fdc").write_text(program)
+    (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    names = [f"m{k}" for k in range(1, servers + 1)]
+    lines = [
+        f'name = "bench{port}"',
+        'program = "program.fdc"',
+        f"replicas = {replicas}",
+        'keys = "keys"',
+        f'ordering = "{ordering}"',
+        "",
+        "[servers]",
+        *(f'{n} = "tcp://127.0.0.1:{port + k}"' for k, n in enumerate(names, start=1)),
+        "",
+    ]
+    for k, (name, subscription) in enumerate(subscribers.items()):
+        lines += [f"[subscribers.{name}]", f'address = "tcp://127.0.0.1:{port + 100 + k}"', f'subscription = "{subscription}"', ""]
+    lines += ["[publishers.p1]", f'address = "tcp://127.0.0.1:{port + 99}"', 'events = "events.jsonl"', f"rate = {rate}"]
+    (folder / "deployment.toml").write_text("\n".join(lines) + "\n")
+    create_keys(folder / "keys", [*names, *subscribers, "p1"])
+    return folder / "deployment.toml"
+
+
+def measure(zookeeper: str, path: Path, quiet_s: float = 2.0, timeout: float = 600) -> dict[str, Any]:
+    """Run the deployment until the publisher is done and deliveries stop; the figures."""
+    run = LocalDeployment(path, path.parent / "run", zookeeper=zookeeper)
+    try:
+        run.start()
+        run.wait_for(lambda s: s.get("p1", {}).get("done", False), timeout, "the publisher")
+        last: dict[str, int] = {}
+        quiet = time.monotonic()
+        while time.monotonic() - quiet < quiet_s:
+            got = {n: s.get("delivered", 0) for n, s in run.statuses().items() if "delivered" in s}
+            if got != last:
+                last, quiet = got, time.monotonic()
+            time.sleep(0.05)
+    finally:
+        run.stop()
+    logs = path.parent / "run" / "logs"
+    sent = {r["event"]["id"]: r["time"] for r in _records(logs / "p1.runlog", "publish")}
+    delivered: list[tuple[str, list[str], int]] = []
+    for f in sorted(logs.glob("*.runlog")):
+        delivered += [(f.stem, r["relation"], r["time"]) for r in _records(f, "deliver")]
+    # A relation's latency: from the publication of its last event to its delivery.
+    latencies = [(t - max(sent[i] for i in ids)) / 1e6 for _, ids, t in delivered]
+    first = min(sent.values())
+    end = max([t for _, _, t in delivered], default=first)
+    seconds = (end - first) / 1e9
+    return {
+        "events": len(sent),
+        "deliveries": len(delivered),
+        "seconds": round(seconds, 3),
+        "events_per_s": round(len(sent) / seconds) if delivered and seconds > 0 else 0,
+        "latency_ms": _percentiles(latencies),
+        "rejected": {n: s.get("rejected") for n, s in run.statuses().items() if s.get("rejected")},
+    }
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    if len(values) < 2:
+        return {}
+    q = statistics.quantiles(values, n=100)
+    return {"p50": round(statistics.median(values), 2), "p99": round(q[98], 2), "max": round(max(values), 2)}
+
+
+def _records(path: Path, kind: str) -> list[dict[str, Any]]:
+    out = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("record") == kind:
+            out.append(record)
+    return out
+
+
+def scratch() -> Path:
+    return Path(tempfile.mkdtemp(prefix="faidecs-bench-"))
