@@ -47,6 +47,10 @@ LOG = logging.getLogger("faidecs.overlay.transport")
 MAX_MESSAGE = 256 << 20
 #: Messages read per poll before the caller gets to run its timers.
 MAX_BATCH = 4096
+#: First byte of a frame that holds several messages (msgpack never starts an object with 0xc1),
+#: each then as a 4-byte big-endian length and its encoding. One frame per destination and loop
+#: pass saves ZeroMQ's and CurveZMQ's cost per frame, which is most of a small message's cost.
+MANY = b"\xc1"
 
 
 class _Authenticator(ThreadAuthenticator):
@@ -135,6 +139,21 @@ class Transport:
         sock.send(encode(msg), zmq.NOBLOCK)
         self.sent += 1
 
+    def send_many(self, dst: str, msgs: list[Message]) -> None:
+        """Send messages to one peer in one frame, in order."""
+        if len(msgs) == 1:
+            self.send(dst, msgs[0])
+            return
+        sock = self.outs.get(dst)
+        if sock is None:
+            sock = self.outs[dst] = self._connect(dst)
+        parts = [MANY]
+        for msg in msgs:
+            data = encode(msg)
+            parts += (len(data).to_bytes(4, "big"), data)
+        sock.send(b"".join(parts), zmq.NOBLOCK)
+        self.sent += len(msgs)
+
     def _connect(self, dst: str) -> zmq.Socket[Any]:
         address = self.addresses.get(dst)
         if address is None:
@@ -169,23 +188,41 @@ class Transport:
                 frames = self.inbox.recv_multipart(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 break
-            got = self._accept(frames)
-            if got is not None:
-                out.append(got)
+            out += self._accept(frames)
         return out
 
-    def _accept(self, frames: list[Any]) -> tuple[str, Message] | None:
+    def _accept(self, frames: list[Any]) -> list[tuple[str, Message]]:
         if len(frames) != 2:
-            return self._reject("frames", f"{len(frames)} frames, expected 2")
+            self._reject("frames", f"{len(frames)} frames, expected 2")
+            return []
         payload = frames[1]
         if self.keys is not None:
             sender = payload.get("User-Id")  # set by the authenticator from the client's key
         else:
             sender = bytes(frames[0].buffer).decode("utf-8", "replace")
             if sender not in self.addresses:
-                return self._reject("unknown", f"from an unknown process {sender!r}")
+                self._reject("unknown", f"from an unknown process {sender!r}")
+                return []
+        data = bytes(payload.buffer)
+        if not data.startswith(MANY):
+            got = self._message(sender, data)
+            return [got] if got is not None else []
+        out = []
+        at = 1
+        while at < len(data):
+            size = int.from_bytes(data[at : at + 4], "big")
+            if at + 4 + size > len(data) or size == 0:
+                self._reject("malformed", f"from {sender}: a frame of several messages is cut short at byte {at}")
+                break  # what came before was whole; what follows cannot be framed
+            got = self._message(sender, data[at + 4 : at + 4 + size])
+            if got is not None:
+                out.append(got)
+            at += 4 + size
+        return out
+
+    def _message(self, sender: str, data: bytes) -> tuple[str, Message] | None:
         try:
-            msg = decode(bytes(payload.buffer))
+            msg = decode(data)
         except WireError as exc:
             return self._reject("malformed", f"from {sender}: {exc}")
         if isinstance(msg, (LeaderChange, Down, Up)):
