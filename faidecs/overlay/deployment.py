@@ -99,7 +99,10 @@ class Deployment(BaseModel):
     #: overlay: the type-merging overlay. sequencer: the baseline of the papers' comparison, every
     #: publication ordered by one (replicated, with replicas > 1) sequencer, each subscriber
     #: feeding the whole ordered stream of its types to one embedded engine.
-    ordering: Literal["overlay", "sequencer"] = "overlay"
+    #: raft: the same, with positions decided by a Raft library instead (faidecs/overlay/raft.py).
+    ordering: Literal["overlay", "sequencer", "raft"] = "overlay"
+    #: raft: each server's Raft endpoint is its address's port plus this
+    raft_port_offset: int = Field(default=1000, ge=1, le=65535)
     servers: dict[str, str]
     subscribers: dict[str, SubscriberSpec] = Field(default_factory=dict)
     publishers: dict[str, PublisherSpec] = Field(default_factory=dict)
@@ -131,6 +134,11 @@ class Deployment(BaseModel):
             raise ValueError(f"{self.replicas} replicas per role need at least as many servers, not {len(self.servers)}")
         if self.keys is None and not self.insecure:
             raise ValueError("give keys (faidecs overlay keys) or set insecure = true")
+        if self.ordering == "raft":
+            for server in self.servers:
+                raft = self.raft_address(server)
+                if int(raft.rsplit(":", 1)[1]) > 65535 or f"tcp://{raft}" in addresses:
+                    raise ValueError(f"server {server}: its Raft address {raft} (raft_port_offset) is taken or no port")
         for name, spec in self.subscribers.items():
             if spec.peer is not None and spec.peer not in self.subscribers:
                 raise ValueError(f"subscriber {name}: peer {spec.peer} is not a subscriber")
@@ -178,18 +186,18 @@ class Deployment(BaseModel):
 
     def root_role(self, type_name: str) -> Role:
         """Where a publication of this type goes."""
-        return self.sequencer_role if self.ordering == "sequencer" else role_of([type_name])
+        return self.sequencer_role if self.ordering in ("sequencer", "raft") else role_of([type_name])
 
     def streams(self, subscription: Subscription) -> list[tuple[Role, tuple[int, ...], Subscription]]:
         """A subscriber's streams: one per merger its conjunctions need, or the sequencer's one."""
-        if self.ordering == "sequencer":
+        if self.ordering in ("sequencer", "raft"):
             return [(self.sequencer_role, tuple(range(len(subscription.conjunctions))), subscription)]
         return split_by_role(subscription)
 
     @cached_property
     def roles(self) -> list[Role]:
         """Every merger role: a root per type, and each subscriber's conjunctions' ancestries."""
-        if self.ordering == "sequencer":
+        if self.ordering in ("sequencer", "raft"):
             return [self.sequencer_role]
         roles: set[Role] = {role_of([t]) for t in self.compiled.types}
         for name in self.subscribers:
@@ -214,6 +222,11 @@ class Deployment(BaseModel):
         if process in self.subscribers:
             return self.subscribers[process].address
         return self.publishers[process].address
+
+    def raft_address(self, server: str) -> str:
+        """``host:port`` of a server's Raft endpoint under ``ordering = "raft"``."""
+        host, port = self.servers[server][len("tcp://") :].rsplit(":", 1)
+        return f"{host}:{int(port) + self.raft_port_offset}"
 
     def addresses(self) -> dict[str, str]:
         return {p: self.address(p) for p in self.processes()}

@@ -29,7 +29,7 @@ from faidecs.overlay.admission import inconsistency
 from faidecs.overlay.certificates import Keys
 from faidecs.overlay.deployment import Deployment
 from faidecs.overlay.host import ServerHost
-from faidecs.overlay.messages import Down, Message, Publish, Send
+from faidecs.overlay.messages import Ack, Commit, Down, Holds, Message, Publish, Send
 from faidecs.overlay.processlog import ProcessLog
 from faidecs.overlay.replica import MergerReplica, ProtocolError
 from faidecs.overlay.roles import role_name
@@ -38,6 +38,31 @@ from faidecs.overlay.transport import Transport
 
 LOG = logging.getLogger("faidecs.overlay.node")
 COORDINATOR = "coordinator"
+
+
+def supersede_key(msg: Message) -> tuple[Any, ...] | None:
+    """Messages with equal keys carry a position that only grows (a follower's log length in an
+    epoch, a commit point in an epoch, an acknowledged position): the last one sent says all that
+    the earlier ones said, so only it needs to go."""
+    if isinstance(msg, Holds):
+        return ("holds", msg.role, msg.epoch, msg.replica)
+    if isinstance(msg, Commit):
+        return ("commit", msg.role, msg.epoch)
+    if isinstance(msg, Ack):
+        return ("ack", msg.role, msg.consumer, msg.process)
+    return None
+
+
+def coalesce(msgs: list[Message]) -> list[Message]:
+    """``msgs`` in order without those a later message supersedes."""
+    last: dict[tuple[Any, ...], int] = {}
+    for k, msg in enumerate(msgs):
+        key = supersede_key(msg)
+        if key is not None:
+            last[key] = k
+    if not last:
+        return msgs
+    return [m for k, m in enumerate(msgs) if (key := supersede_key(m)) is None or last[key] == k]
 
 
 def now_ms() -> int:
@@ -77,7 +102,7 @@ class Node:
         if process in deployment.servers:
             replicas = {}
             for role in deployment.roles:
-                if process in deployment.placement(role):
+                if process in deployment.placement(role) and deployment.ordering != "raft":
                     replicas[role] = MergerReplica(
                         role,
                         process,
@@ -88,6 +113,10 @@ class Node:
                         ack_every=timing.ack_every,
                     )
                     roles[role] = deployment.placement(role)
+                elif process in deployment.placement(role):  # Raft elects its leader: no candidacy
+                    from faidecs.overlay.raft import raft_replica
+
+                    replicas[role] = raft_replica(deployment, role, process)
             self.host = ServerHost(process, replicas, deployment.root_role)
         elif subscription is not None:
             spec = deployment.subscribers[process]
@@ -116,6 +145,7 @@ class Node:
         self.delivered = 0
         self.protocol_errors = 0
         self.started_at = 0
+        self.outbox: dict[str, list[Message]] = {}
         # Per role: when this replica learned its current epoch, and when the commit point first
         # moved in it (wall clock, s): a failover's length, seen from the new leader.
         self.epochs: dict[Any, dict[str, float]] = {}
@@ -180,6 +210,7 @@ class Node:
                     self._publish(now)
                 if self.host is not None:
                     self._watch_epochs()
+                self._flush()
                 if now >= next_status:
                     next_status = now + 500
                     self.log.flush()
@@ -189,6 +220,8 @@ class Node:
                 self.log.final(self.client.final_queues())
             self.log.close()
             self._write_status()
+            for replica in self.host.replicas.values() if self.host is not None else ():
+                getattr(replica, "close", lambda: None)()  # a Raft replica's thread and sockets
             self.member.stop()
             self.transport.close()
 
@@ -205,11 +238,19 @@ class Node:
             LOG.warning("%s: %s", self.process, exc)
 
     def _send(self, sends: list[Send]) -> None:
+        """Queue for the end of the loop pass (:meth:`_flush`); a message to itself is handled now."""
         for dst, msg in sends:
             if dst == self.process:
                 self._handle(self.process, msg, now_ms())
             else:
-                self.transport.send(dst, msg)
+                self.outbox.setdefault(dst, []).append(msg)
+
+    def _flush(self) -> None:
+        """Send what the pass produced: one frame per destination, with a message that a later
+        one of the same kind supersedes left out (:func:`superseded`)."""
+        outbox, self.outbox = self.outbox, {}
+        for dst, msgs in outbox.items():
+            self.transport.send_many(dst, coalesce(msgs))
 
     def _watch_epochs(self) -> None:
         assert self.host is not None
@@ -260,8 +301,7 @@ class Node:
                 raise FaidecsError(f"{where}: {exc}") from None
             self.log.publish({"id": event.id, "type": event.type, "attrs": event.attrs, "publisher": self.process, "seq": self.seq})
             message = Publish(self.process, self.seq, event)
-            for replica in self.d.placement(self.d.root_role(event.type)):
-                self.transport.send(replica, message)
+            self._send([(replica, message) for replica in self.d.placement(self.d.root_role(event.type))])
             self.seq += 1
 
     # --- status -------------------------------------------------------------------------------
@@ -272,6 +312,7 @@ class Node:
         out: dict[str, Any] = {
             "process": self.process,
             "time": time.time(),
+            "cpu_s": round(time.process_time(), 3),
             "sent": self.transport.sent,
             "received": self.transport.received,
             "rejected": dict(self.transport.rejected),

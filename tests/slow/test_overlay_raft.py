@@ -1,0 +1,241 @@
+"""The Raft baseline (``ordering = "raft"``) as OS processes on loopback: every publication is
+ordered by a Raft log (pysyncobj) among three servers, and each subscriber reads that one stream
+with the unchanged subscriber client. After each run the processes' run logs are merged and
+checked as for the other orderings; with one publisher, whose links are FIFO, every subscriber
+must deliver exactly what the embedded engine delivers on the events file, even when the Raft
+leader is killed mid-stream. The failover time is printed (``-s``)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import random
+import signal
+import socket
+import struct
+import time
+import zlib
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+pytest.importorskip("pysyncobj")
+pytest.importorskip("cryptography")  # pysyncobj's password (encryption) needs it
+
+from faidecs.matching.engine import Engine  # noqa: E402
+from faidecs.overlay.certificates import create_keys  # noqa: E402
+from faidecs.overlay.launcher import LocalDeployment  # noqa: E402
+from faidecs.overlay.report import kept_properties  # noqa: E402
+from faidecs.overlay.zkserver import ZooKeeperServer  # noqa: E402
+from faidecs.properties import check  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+PROGRAM = """\
+type A(x: int)
+type B(x: int)
+type C(x: int)
+subscription Pairs (matching FR, disposal PI): A and B
+subscription Triples (matching MR, disposal I): A and B and C and A.x < B.x
+"""
+SUBSCRIBERS = {"s1": "Pairs", "s2": "Pairs", "s3": "Triples"}
+SERVERS = ("m1", "m2", "m3")
+ROLE = "[A]"  # the sequencer's group is named after the first type
+RAFT_OFFSET = 25  # Raft endpoints at base + 26..28, inside the block of 40 ports a test takes
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    server = ZooKeeperServer(data_dir=tmp_path_factory.mktemp("zookeeper"))
+    server.start()
+    yield server.address
+    server.stop()
+
+
+# test_overlay_processes.py takes 17100-17900, test_overlay_faults.py 18100-18900; the Raft
+# endpoints are RAFT_OFFSET above the servers' ports.
+_ports = iter(range(19100, 19700, 40))
+
+
+def _deployment(folder: Path, events: int, *, rate: int) -> Path:
+    base = next(_ports)
+    rng = random.Random(events)
+    (folder / "program.fdc").write_text(PROGRAM)
+    lines = [
+        json.dumps({"id": f"e{k}", "type": rng.choice("ABC"), "attrs": {"x": rng.randrange(10)}}) for k in range(events)
+    ]
+    (folder / "events.jsonl").write_text("\n".join(lines) + "\n")
+    servers = "".join(f'{name} = "tcp://127.0.0.1:{base + k}"\n' for k, name in enumerate(SERVERS, start=1))
+    subscribers = "".join(
+        f'[subscribers.{name}]\naddress = "tcp://127.0.0.1:{base + 10 + k}"\nsubscription = "{sub}"\n'
+        for k, (name, sub) in enumerate(SUBSCRIBERS.items())
+    )
+    text = (
+        f'name = "r{base}"\nprogram = "program.fdc"\nreplicas = 3\nkeys = "keys"\nordering = "raft"\n'
+        f"raft_port_offset = {RAFT_OFFSET}\n\n"
+        f"[timing]\nsession_timeout = 400\n\n[servers]\n{servers}\n{subscribers}\n"
+        f'[publishers.p1]\naddress = "tcp://127.0.0.1:{base + 19}"\nevents = "events.jsonl"\nrate = {rate}\n'
+    )
+    path = folder / "deployment.toml"
+    path.write_text(text)
+    create_keys(folder / "keys", [*SERVERS, *SUBSCRIBERS, "p1"])
+    return path
+
+
+def _settled(run: LocalDeployment, timeout: float = 60) -> None:
+    """The publisher is done and no subscriber delivered anything for a while."""
+    run.wait_for(lambda s: s.get("p1", {}).get("done", False), timeout, "the publisher to finish")
+    last: dict[str, int] = {}
+    quiet_since = time.monotonic()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = {n: s.get("delivered", 0) for n, s in run.statuses().items() if n in SUBSCRIBERS}
+        if now != last:
+            last, quiet_since = now, time.monotonic()
+        elif time.monotonic() - quiet_since > 1.5:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"deliveries still changing after {timeout} s: {last}")
+
+
+def _raft_leader(statuses: dict[str, dict[str, Any]]) -> tuple[str, int] | None:
+    """The leader and term that every live replica agrees on, if they do."""
+    seen = {(m["leader"], m["epoch"]) for st in statuses.values() for m in st.get("mergers", []) if m["role"] == ROLE}
+    if len(seen) == 1:
+        leader, term = seen.pop()
+        if leader:
+            return leader, term
+    return None
+
+
+def _verify(run: LocalDeployment, published: int) -> dict[str, list[tuple[int, tuple[str, ...]]]]:
+    log = run.runlog()
+    report = check(log, kept_properties(log.subscriptions().values()))
+    assert not report.violated(), report.table()
+    assert len(log.published) == published
+    assert len({p.id for p in log.published}) == published
+    by: dict[str, list[tuple[int, tuple[str, ...]]]] = {n: [] for n in SUBSCRIBERS}
+    for d in log.delivered:
+        by[d.process].append((d.conjunction, d.relation))
+    for name, got in by.items():
+        assert len(got) == len(set(got)), f"{name} delivered a relation twice"
+    return by
+
+
+def _expected(folder: Path) -> dict[str, list[tuple[int, tuple[str, ...]]]]:
+    """What the embedded engine delivers on the events file, per subscriber."""
+    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    out = {}
+    for name, subscription in SUBSCRIBERS.items():
+        only = next(
+            "subscription" + part for part in PROGRAM.split("subscription")[1:] if part.startswith(f" {subscription} ")
+        )
+        engine = Engine.from_source(PROGRAM.split("subscription")[0] + only)
+        out[name] = [(d.conjunction, tuple(d.ids)) for e in events for d in engine.publish(e)]
+    return out
+
+
+def _listening(port: int) -> set[str]:
+    """Local addresses (hex, as /proc/net/tcp writes them) listening on ``port``."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            address, hexport = local.rsplit(":", 1)
+            if state == "0A" and int(hexport, 16) == port:
+                found.add(address)
+    return found
+
+
+class _Opens:
+    """Unpickled, opens (creates) a file: what a stranger could make pysyncobj run if its
+    traffic were not authenticated."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open, (str(self.path), "w"))
+
+
+def _stranger_sends_a_pickle(raft_address: str, marker: Path) -> None:
+    """A frame as pysyncobj writes one without a password: length, then zlib of a pickle."""
+    host, port = raft_address.rsplit(":", 1)
+    data = zlib.compress(pickle.dumps(_Opens(marker)))
+    with socket.create_connection((host, int(port)), timeout=2) as conn:
+        conn.sendall(struct.pack("i", len(data)) + data)
+        time.sleep(0.3)
+
+
+def test_raft_baseline_delivers_what_the_embedded_engine_delivers(tmp_path: Path, zookeeper: str) -> None:
+    path = _deployment(tmp_path, 250, rate=800)
+    run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
+    try:
+        run.start()
+        d = run.deployment
+        for server in SERVERS:  # pysyncobj listens on the server's own host, not on every interface
+            port = int(d.raft_address(server).rsplit(":", 1)[1])
+            assert _listening(port) == {"0100007F"}, (server, port, _listening(port))
+        marker = tmp_path / "a stranger's code ran"
+        _stranger_sends_a_pickle(d.raft_address(SERVERS[0]), marker)
+        _settled(run)
+        statuses = run.statuses()
+    finally:
+        run.stop()
+    assert not marker.exists(), "the Raft endpoint unpickled a stranger's frame: no password?"
+    by = _verify(run, 250)
+    expected = _expected(tmp_path)
+    for name in SUBSCRIBERS:
+        assert expected[name] and by[name] == expected[name], name
+    mergers = [m for st in statuses.values() for m in st.get("mergers", [])]
+    assert {m["role"] for m in mergers} == {ROLE} and len(mergers) == len(SERVERS)
+    assert _raft_leader(statuses) is not None, "the replicas do not agree on Raft's leader and term"
+    assert all(m["commit"] == m["log"] - 1 and m["commit"] >= 250 for m in mergers), mergers
+
+
+def test_sigkill_of_the_raft_leader_mid_stream(tmp_path: Path, zookeeper: str) -> None:
+    """Killed, the Raft leader takes with it what it had submitted but Raft had not committed;
+    the new leader submits what it has not seen applied, and applying skips what is decided
+    already, so nothing is lost, nothing is delivered twice and the file's order stands."""
+    path = _deployment(tmp_path, 400, rate=400)
+    run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
+    try:
+        run.start()
+        run.wait_for(lambda s: s.get("p1", {}).get("published", 0) > 100, 30, "a quarter of the events")
+        run.wait_for(lambda s: _raft_leader(s) is not None, 10, "the replicas to agree on a leader")
+        found = _raft_leader(run.statuses())
+        assert found is not None
+        leader, term = found
+        killed_at = time.time()
+        run.signal(leader, signal.SIGKILL)
+
+        def new_leader_applies(s: dict[str, dict[str, Any]]) -> bool:
+            return any(
+                m["role"] == ROLE and m["leader"] == n and m["epoch"] > term and m.get("first_commit_at")
+                for n, st in s.items()
+                if n != leader
+                for m in st.get("mergers", [])
+            )
+
+        run.wait_for(new_leader_applies, 20, "a new Raft leader to apply entries")
+        first = min(
+            m["first_commit_at"]
+            for n, st in run.statuses().items()
+            if n != leader
+            for m in st.get("mergers", [])
+            if m["role"] == ROLE and m["leader"] == n and m["epoch"] > term and m.get("first_commit_at")
+        )
+        print(f"Raft failover after SIGKILL of the leader {leader} (term {term}): new leader applies after {first - killed_at:.3f} s")
+        _settled(run)
+    finally:
+        run.stop()
+    by = _verify(run, 400)
+    assert by["s1"] == by["s2"] and by["s1"], "subscribers of one subscription disagree"
+    expected = _expected(tmp_path)
+    for name in SUBSCRIBERS:
+        assert by[name] == expected[name], f"{name}: an event lost, repeated or out of order"
