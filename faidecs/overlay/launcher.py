@@ -157,11 +157,23 @@ class LocalDeployment:
 
 
 def merged_runlog(run_dir: Path) -> RunLog:
-    """The run logs of every process of a run folder, merged into one."""
+    """The run logs of every process of a run folder, merged into one.
+
+    A subscriber whose log has no ``final`` record (a node writes one when it stops, never when
+    it is killed) is judged as having left at its last record: what it did after its last flush
+    is not known, and it must not be held to deliveries it could not make after it died."""
     files = sorted((run_dir / "logs").glob("*.runlog"))
     if not files:
         raise LaunchError(f"{run_dir / 'logs'}: no run logs")
-    return merge_runlogs((str(f), RunLog.read(f.read_text().splitlines(), str(f))) for f in files)
+    logs = []
+    for f in files:
+        log = RunLog.read(f.read_text().splitlines(), str(f))
+        for process in log.processes:
+            if process not in log.final and process not in log.left:
+                times = [d.time for d in log.delivered] + [t for t, _ in log.joined.values()]
+                log.left[process] = max(times, default=0)
+        logs.append((str(f), log))
+    return merge_runlogs(logs)
 
 
 def down(run_dir: Path, timeout: float = 10) -> list[str]:

@@ -161,7 +161,9 @@ class Node:
 
     def joined(self, process: str, peer: str | None, marker: int | None) -> None:
         if self.d.subscribers[process].start == "later":  # its process record says when it joined
-            self.log.start(peer, joining=True)
+            # From the peer's snapshot on (``marker``: the peer's clock then, the host's), it
+            # delivers what the peer delivers; a fresh start counts from now.
+            self.log.start(peer, joining=True, at=marker)
 
     # --- the loop -----------------------------------------------------------------------------
 
@@ -173,6 +175,9 @@ class Node:
             if threading.current_thread() is threading.main_thread():
                 signal.signal(sig, lambda *_: self.stop())
         self.member.start()
+        if self.member.ran_before and self.host is not None:
+            for replica in self.host.replicas.values():
+                replica.amnesic = True  # restarted: its log is gone until a leader sends it
         now = self.started_at = now_ms()
         if self.host is not None:
             self._send(self.host.start(now))

@@ -31,13 +31,13 @@ class ProcessLog:
         self.last = max(self.last + 1, time.time_ns())
         return self.last
 
-    def start(self, joined_from: str | None = None, joining: bool = False) -> None:
+    def start(self, joined_from: str | None = None, joining: bool = False, at: int | None = None) -> None:
         """The process record of a subscriber; ``joining``: it starts while the run goes on."""
         if self.subscription is None or self.process_written:
             return
         record: dict[str, Any] = {"record": "process", "process": self.process, "subscription": self.subscription}
         if joining:
-            record["joined"] = {"time": self.now(), "peer": joined_from}
+            record["joined"] = {"time": at if at is not None else self.now(), "peer": joined_from}
         self._write(record)
         self.process_written = True
 

@@ -84,8 +84,13 @@ class MergerReplica:
         retain: int = 2000,
         ack_every: int = 50,
         on_commit: CommitHook | None = None,
+        amnesic: bool = False,
     ):
+        """``amnesic``: this replica ran before and lost its log (a restarted process). Until a
+        leader gives it the role's log it has no say in a recovery: its empty log would let a new
+        leader drop committed decisions."""
         self.role = role
+        self.amnesic = amnesic
         self.me = me
         self.placement = placement
         self.replicas = placement(role)
@@ -138,6 +143,8 @@ class MergerReplica:
         self.asked: dict[str, tuple[Filter, int]] = {}
         # what went wrong, for reports and tests
         self.stale_rejected = 0
+        self.refused_connects = 0
+        self.resent_at: dict[str, int] = {}  # follower -> when the leader last resent it a gap
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -171,6 +178,11 @@ class MergerReplica:
         if isinstance(msg, Register):
             return self._on_register(msg, now)
         if isinstance(msg, Connect):
+            if msg.after < self.trimmed:
+                # Positions after ``after`` were dropped here: serving the link would fail. The
+                # consumer reads another replica (or, restarted, adopts a log first).
+                self.refused_connects += 1
+                return []
             self.links[(msg.consumer, msg.process)] = _Link(msg.consumer, msg.process, msg.after)
             self.acks[(msg.consumer, msg.process)] = max(self.acks.get((msg.consumer, msg.process), -1), msg.after)
             return self._forward(now)
@@ -189,6 +201,9 @@ class MergerReplica:
             return self._on_down(msg.process, now)
         if isinstance(msg, Up):
             self.down.discard(msg.process)
+            if self.is_leading() and msg.process in self.replicas and msg.process != self.me:
+                # It may have restarted with nothing, or missed decisions while thought down.
+                return [(msg.process, NewLog(self.role, self.epoch, tuple(self.decisions), self.commit))]
             if msg.process == self.me:  # our session had expired: upstream dropped our links
                 return [m for side in self.sides for m in self._read_from(side, now)]
             # A parent whose replicas were all down is read again as soon as one is back.
@@ -375,6 +390,10 @@ class MergerReplica:
         d = msg.decision
         if d.position < len(self.decisions):
             return []
+        if d.position > len(self.decisions):
+            # Decisions were lost on the way (the link was dropped while this process was thought
+            # down): say what we hold; the leader resends from there.
+            return [(sender, Holds(self.role, self.epoch, self.me, len(self.decisions)))]
         self._append(d)
         out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, len(self.decisions)))]
         return out + self._set_commit(min(msg.commit, len(self.decisions) - 1), now)
@@ -382,8 +401,19 @@ class MergerReplica:
     def _on_holds(self, msg: Holds, now: int) -> list[Send]:
         if msg.epoch != self.epoch or not self.is_leading():
             return []
-        self.holds[msg.replica] = max(self.holds.get(msg.replica, 0), msg.length)
-        return self._advance_commit(now)
+        before = self.holds.get(msg.replica, 0)
+        self.holds[msg.replica] = max(before, msg.length)
+        out: list[Send] = []
+        # Every Decide a follower appends raises its length: one that does not is a follower that
+        # missed decisions. Resend what it lacks, at most once per retry interval.
+        if msg.length <= before and msg.length < len(self.decisions):
+            if now - self.resent_at.get(msg.replica, -self.retry_every) >= self.retry_every:
+                self.resent_at[msg.replica] = now
+                out += [
+                    (msg.replica, Decide(self.role, self.epoch, d, self.commit))
+                    for d in self.decisions[msg.length :]
+                ]
+        return out + self._advance_commit(now)
 
     def _advance_commit(self, now: int) -> list[Send]:
         lengths = sorted((self.holds.get(r, 0) for r in self.replicas), reverse=True)
@@ -412,7 +442,7 @@ class MergerReplica:
             self.status = "waiting"
             return []
         self.status = "recovering"
-        self.recovery = {self.me: self._state()}
+        self.recovery = {} if self.amnesic else {self.me: self._state()}
         out: list[Send] = [(p, EpochQuery(self.role, self.epoch, self.me)) for p in self.replicas if p != self.me]
         return out + self._maybe_recover(now)
 
@@ -423,6 +453,8 @@ class MergerReplica:
         if msg.epoch < self.epoch:
             self.stale_rejected += 1
             return []
+        if self.amnesic:
+            return []  # an empty log after a restart must not count towards a recovery majority
         if msg.epoch > self.epoch:
             self.epoch, self.leader, self.holds = msg.epoch, msg.leader, {}
         self.status = "waiting" if msg.leader != self.me else self.status
@@ -459,6 +491,7 @@ class MergerReplica:
         if list(msg.decisions[: len(committed)]) != committed:
             raise ProtocolError(f"{role_name(self.role)} at {self.me}: epoch {msg.epoch} rewrites committed decisions")
         self.epoch, self.leader, self.log_epoch, self.status = msg.epoch, sender, msg.epoch, "normal"
+        self.amnesic = False
         self._rebuild(list(msg.decisions))
         out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, len(self.decisions)))]
         return out + self._set_commit(min(msg.commit, len(self.decisions) - 1), now) + self._forward(now)

@@ -115,6 +115,10 @@ class Transport:
         self.inbox.setsockopt(zmq.LINGER, 0)
         self.inbox.setsockopt(zmq.RCVHWM, 0)
         self.inbox.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+        # A peer that forgot us (we were thought down) connects again under the same routing id
+        # while our side may still hold its old connection: the new one must take over, or
+        # everything it sends is dropped for good.
+        self.inbox.setsockopt(zmq.ROUTER_HANDOVER, 1)
         if keys is not None:
             self.auth = _Authenticator(self.context, keys.peers)
             self.auth.start()

@@ -9,6 +9,7 @@ Layout, under ``/faidecs/<deployment>`` (every name percent-encoded by :func:`pa
 
     processes/<process>                      ephemeral, one per live process (servers, clients)
     roles/<role key>/<process>+<session>+N   ephemeral sequential, one per replica of the role
+    ran/<process>                            persistent: a process of this name started before
 
 Sessions. A process is up while its session holds its node under ``processes``. Every member
 watches every process node it has seen (an exists-watch per node, and a children watch on the
@@ -180,6 +181,10 @@ class ZooKeeperMember:
         self.processes_path = f"{base}/processes"
         self.process_path = self._process_path(process)
         self.role_paths = {role: f"{base}/roles/{role_key(role)}" for role in sorted(self.replicas)}
+        self.ran_path = f"{base}/ran/{path_key(process)}"
+        #: Whether a process of this name ran in the deployment before this one (set by start):
+        #: a restarted replica has lost its log and must not vote until it gets one.
+        self.ran_before = False
         self._client = KazooClient(
             hosts=hosts,
             timeout=session_timeout,
@@ -223,6 +228,10 @@ class ZooKeeperMember:
         except Exception as e:
             self._client.close()
             raise CoordinationError(f"{self.process}: cannot reach ZooKeeper at {self.hosts}: {e}") from e
+        # A persistent node per process name that ever started: it outlives sessions and restarts.
+        self.ran_before = self._client.exists(self.ran_path) is not None
+        if not self.ran_before:
+            self._client.ensure_path(self.ran_path)
         self._thread.start()
         if not self._ready.wait(max(0.0, deadline - time.monotonic())):
             if self._blocked_by is not None:
