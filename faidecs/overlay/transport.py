@@ -31,6 +31,7 @@ from faidecs.overlay.messages import (
     Connect,
     Disconnect,
     Down,
+    EpochQuery,
     EpochState,
     Holds,
     JoinRequest,
@@ -86,6 +87,8 @@ def claimed_sender(msg: Message) -> str | None:
         return msg.replica
     if isinstance(msg, JoinRequest):
         return msg.joiner
+    if isinstance(msg, EpochQuery):
+        return msg.leader  # the replica answering adopts it as its leader
     if isinstance(msg, JoinState):
         return msg.peer
     return None
@@ -115,10 +118,13 @@ class Transport:
         self.inbox.setsockopt(zmq.LINGER, 0)
         self.inbox.setsockopt(zmq.RCVHWM, 0)
         self.inbox.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
-        # A peer that forgot us (we were thought down) connects again under the same routing id
-        # while our side may still hold its old connection: the new one must take over, or
-        # everything it sends is dropped for good.
-        self.inbox.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        if keys is None:
+            # Without keys a peer is named by its routing id. A peer that forgot us (we were
+            # thought down) connects again under the same id while our side may still hold its
+            # old connection: the new one must take over, or all it sends is dropped for good.
+            # With keys, routing ids are ZeroMQ's own, one per connection (a peer is named by its
+            # key), so no member can take over another's link by claiming its name.
+            self.inbox.setsockopt(zmq.ROUTER_HANDOVER, 1)
         if keys is not None:
             self.auth = _Authenticator(self.context, keys.peers)
             self.auth.start()
@@ -167,8 +173,9 @@ class Transport:
         sock.setsockopt(zmq.SNDHWM, 0)
         sock.setsockopt(zmq.RECONNECT_IVL, 50)
         sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
-        sock.setsockopt(zmq.ROUTING_ID, self.process.encode())
-        if self.keys is not None:
+        if self.keys is None:
+            sock.setsockopt(zmq.ROUTING_ID, self.process.encode())
+        else:
             sock.curve_secretkey = self.keys.secret
             sock.curve_publickey = self.keys.public
             sock.curve_serverkey = self.keys.public_key_of(dst)
