@@ -8,10 +8,15 @@ with one part replaced (by hand, one case per check, and at random).
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import math
 import random
+import re
 from typing import Any
+from unittest import mock
 
+import hypothesis
 import msgpack
 import pytest
 from hypothesis import given
@@ -21,6 +26,7 @@ from faidecs.grammar import compile_program
 from faidecs.grammar.model import ArithOp, Attribute, AttrOf, Const, EventType, Kind, Negate, Predicate, Slot, Value
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import INT64_MAX, INT64_MIN, Event, EventValidator
+from faidecs.overlay import wire as wire_module
 from faidecs.overlay.filters import ACCEPT_ALL, Alternative, Filter
 from faidecs.overlay.generate import random_deployment
 from faidecs.overlay.messages import (
@@ -627,11 +633,224 @@ def test_encode_refuses_what_msgpack_cannot_carry() -> None:
 def test_a_decoder_bug_costs_one_message(monkeypatch: pytest.MonkeyPatch) -> None:
     """The safety net under the checks: whatever goes wrong while decoding, the receiver gets a
     WireError (which it logs) rather than an exception that would stop it."""
-    from faidecs.overlay import wire as module
 
     def broken(value: Any) -> Any:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(module._BY_CODE[CODES[Down]], "decoders", (broken,))
+    monkeypatch.setattr(wire_module._BY_CODE[CODES[Down]], "decoders", (broken,))
     with pytest.raises(WireError, match=r"^Down: internal error while decoding \(RuntimeError: a bug\)$"):
         decode(encode(Down("m1")))
+
+
+# --- events: the fast path agrees with the validator ---------------------------------------------
+#
+# `decode` checks a plainly valid event itself and leaves anything else to EventValidator. The
+# reference here is `decode` with that fast path off (its cache of known declarations forgets
+# everything), so that every event goes through the validator as it did before the fast path.
+
+
+class _Forgetful(dict[str, Any]):
+    def __setitem__(self, key: str, value: Any) -> None:
+        pass
+
+
+def decode_through_validator(data: bytes) -> Message | WireError:
+    with mock.patch.object(wire_module, "_KNOWN", _Forgetful()):
+        try:
+            return decode(data)
+        except WireError as exc:
+            return exc
+
+
+def decode_counting(data: bytes) -> tuple[Message | WireError, int]:
+    """What ``decode`` gives, and how many times it asked the validator."""
+    validate = EventValidator.validate
+    calls = []
+
+    def counted(self: EventValidator, *args: Any, **kwargs: Any) -> Event:
+        calls.append(1)
+        return validate(self, *args, **kwargs)
+
+    with mock.patch.object(EventValidator, "validate", counted):
+        try:
+            return decode(data), len(calls)
+        except WireError as exc:
+            return exc, len(calls)
+
+
+def exactly(e: Event) -> tuple[Any, ...]:
+    """What ``==`` does not see: each value's type, and -0.0 apart from 0.0 (``repr``)."""
+    scalars = (e.id, *e.values, e.publisher, e.seq)
+    return (e.event_type, e.event_type.attributes, *((type(x), repr(x)) for x in scalars))
+
+
+DECLARATIONS: dict[str, list[tuple[str, Kind]]] = {
+    "A": [("x", Kind.INT), ("y", Kind.FLOAT), ("s", Kind.STR), ("b", Kind.BOOL)],
+    "F": [("f", Kind.FLOAT), ("g", Kind.FLOAT)],
+    "B": [("z", Kind.INT)],
+    "T": [],
+}
+PLAIN = {Kind.INT: 5, Kind.FLOAT: 1.5, Kind.STR: "s", Kind.BOOL: True}
+INT_EDGES = [0, -1, 2**53, 2**53 + 1, -(2**53), -(2**53) - 1, INT64_MAX, INT64_MIN, INT64_MAX + 1, 2**64 - 1]
+FLOAT_EDGES = [0.0, -0.0, 1e308, -1e308, 1.7976931348623157e308, 5e-324, math.inf, -math.inf, math.nan]
+TEXT_EDGES = ["", "😀", "\U0010ffff", "é\x00"]
+OTHERS = [True, False, 1.0, 1, "1", None, [], {}]
+#: Values at the edges of each kind or just beyond, and of the wrong kinds; msgpack carries all.
+EDGES: dict[Kind | str, list[Any]] = {
+    Kind.INT: [*INT_EDGES, *OTHERS],
+    Kind.FLOAT: [*FLOAT_EDGES, *INT_EDGES, *OTHERS],
+    Kind.STR: [*TEXT_EDGES, *OTHERS],
+    Kind.BOOL: [*OTHERS, 0],
+    "id": ["e", "😀", *TEXT_EDGES, 5, None, True, ["e"]],
+    "publisher": ["p", None, *TEXT_EDGES, 5, True, ["p"]],
+    "seq": [None, 0, -1, INT64_MAX, INT64_MAX + 1, 2**64 - 1, True, False, 1.0, "1"],
+}
+FIELDS = {"id": 0, "publisher": 4, "seq": 5}
+
+
+def raw_event(type_name: str, values: list[Any] | None = None) -> list[Any]:
+    """``[id, type, declaration, values, publisher, seq]`` of a plain event of ``type_name``."""
+    attributes = DECLARATIONS[type_name]
+    plain = [PLAIN[kind] for _, kind in attributes]
+    return ["e1", type_name, [[n, k.value] for n, k in attributes], plain if values is None else values, "p", 7]
+
+
+def plainly_valid(raw: list[Any]) -> bool:
+    """Whether the fast path is to take ``raw``, given that the validator accepts it: all but an
+    integer for a float attribute that is not exactly a float."""
+    kinds = [kind for _, kind in DECLARATIONS[raw[1].rstrip("2")]]
+    return not any(k is Kind.FLOAT and type(v) is int and abs(v) > 2**53 for k, v in zip(kinds, raw[3]))
+
+
+def agrees_with_the_validator(raw: list[Any], forward: bool) -> str:
+    """Check that ``decode`` of a message carrying ``raw`` gives what the validator gives: an
+    equal message whose event has values of the same types (an int given for a float converted,
+    -0.0 kept), or the same rejection; and that it asks the validator only about an event that is
+    not plainly valid. Return which of these it was."""
+    if forward:
+        items = [VERSION, CODES[Forward], ["A"], 1, 2, "event", raw, "c", "", None]
+    else:
+        items = [VERSION, CODES[Publish], "p", 0, raw]
+    data = msgpack.packb(items, use_bin_type=True)
+    expected = decode_through_validator(data)
+    with contextlib.suppress(WireError):
+        decode(data)  # the first of a declaration primes the fast path (a valid declaration, that is)
+    got, validations = decode_counting(data)
+    if isinstance(expected, WireError):
+        assert isinstance(got, WireError), f"accepted {got}, which the validator rejects: {expected}"
+        assert str(got) == str(expected)
+        return "rejected"
+    assert not isinstance(got, WireError), got
+    assert got == expected and type(got) is type(expected)
+    assert isinstance(got, Publish | Forward) and isinstance(expected, Publish | Forward)
+    assert got.event is not None and expected.event is not None
+    assert exactly(got.event) == exactly(expected.event)
+    assert validations == (0 if plainly_valid(raw) else 1)
+    return "accepted, fast" if validations == 0 else "accepted, by the validator"
+
+
+@pytest.mark.parametrize(
+    ("type_name", "position", "value"),
+    [
+        (type_name, i, value)
+        for type_name, attributes in DECLARATIONS.items()
+        for i, (_, kind) in enumerate(attributes)
+        for value in EDGES[kind]
+    ]
+    + [("A", field, value) for field in FIELDS for value in EDGES[field]],
+)
+def test_edge_values_agree_with_the_validator(type_name: str, position: int | str, value: Any) -> None:
+    """Each edge value in each place, the rest plain."""
+    raw = raw_event(type_name)
+    if isinstance(position, str):
+        raw[FIELDS[position]] = value
+    else:
+        raw[3][position] = value
+    for forward in (False, True):
+        agrees_with_the_validator(copy.deepcopy(raw), forward)
+
+
+MSGPACK_INTS = st.integers(INT64_MIN, 2**64 - 1)  # all that msgpack carries
+texts_utf8 = st.text(st.characters(codec="utf-8"), max_size=6)
+GOOD = {
+    Kind.INT: ints,
+    Kind.FLOAT: finite | st.integers(-(2**53), 2**53),
+    Kind.STR: texts_utf8,
+    Kind.BOOL: st.booleans(),
+}
+wire_scalars = st.none() | st.booleans() | MSGPACK_INTS | st.floats() | texts_utf8 | st.lists(MSGPACK_INTS, max_size=1)
+
+
+@st.composite
+def raw_events(draw: st.DrawFn) -> list[Any]:
+    """An event as the wire has it, ``[id, type, declaration, values, publisher, seq]``: plain
+    values but in up to two places (attributes or fields) an edge value, of the place's kind or
+    another, or any msgpack scalar; sometimes a broken declaration."""
+    type_name = draw(st.sampled_from(sorted(DECLARATIONS)))
+    attributes = DECLARATIONS[type_name]
+    raw = raw_event(type_name, [draw(GOOD[kind]) for _, kind in attributes])
+    places: list[int | str] = [*range(len(attributes)), *FIELDS]
+    for place in draw(st.lists(st.sampled_from(places), max_size=2, unique=True)):
+        edges = EDGES[place] if isinstance(place, str) else EDGES[attributes[place][1]]
+        value = draw(st.sampled_from(edges) | st.sampled_from(edges) | wire_scalars)
+        if isinstance(place, str):
+            raw[FIELDS[place]] = value
+        else:
+            raw[3][place] = value
+    if attributes and draw(st.integers(0, 19)) == 0:
+        raw[2][-1] = draw(
+            st.sampled_from([["y", "int"], ["x", "float"], ["y", "decimal"], "y", ["y"], ["y", "float", "x"]])
+            | st.just({"y": "float"})
+        )
+    if draw(st.integers(0, 19)) == 0:
+        raw[3] = raw[3][:-1] if raw[3] and draw(st.booleans()) else [*raw[3], 1]
+    if draw(st.integers(0, 19)) == 0:  # another type of the same shape, or not a type name at all
+        raw[1] = draw(st.sampled_from([type_name + "2", "A.B", "", 5, None]))
+    return raw
+
+
+@given(raw_events(), st.booleans())
+def test_generated_events_agree_with_the_validator(raw: list[Any], forward: bool) -> None:
+    hypothesis.event(agrees_with_the_validator(raw, forward))
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([INT64_MIN, -0.0, "", False], [INT64_MIN, -0.0, "", False]),
+        ([INT64_MAX, 1e308, "\U0010ffff😀", True], [INT64_MAX, 1e308, "\U0010ffff😀", True]),
+        ([0, 1, "s", True], [0, 1.0, "s", True]),  # an integer for a float: converted
+        ([0, -(2**53), "s", True], [0, -(2.0**53), "s", True]),
+    ],
+)
+def test_plain_events_skip_the_validator(values: list[Any], expected: list[Any]) -> None:
+    items = wire(Publish("p", 0, event()))
+    decode(msgpack.packb(items))
+    items[4][3] = values
+    got, validations = decode_counting(msgpack.packb(items))
+    assert isinstance(got, Publish) and validations == 0
+    assert [(type(v), repr(v)) for v in got.event.values] == [(type(v), repr(v)) for v in expected]
+
+
+@pytest.mark.parametrize(
+    ("index", "value", "words"),
+    [
+        (0, "e\ud800", "field 'id': input should be a valid string, unable to parse raw data as a unicode string"),
+        (4, "p\udfff", "field 'publisher': string contains a lone surrogate"),
+        (3, [5, 1.5, "\ud83d", True], "attribute 's': string contains a lone surrogate"),
+        (3, [INT64_MIN - 1, 1.5, "s", True], "attribute 'x': integer -9223372036854775809 is outside"),
+        (3, [5, 2**53 + 1, "s", True], None),  # not exactly a float: the validator converts it
+        (3, [5, 10**400, "s", True], "attribute 'y'"),
+    ],
+)
+def test_what_msgpack_cannot_carry_still_meets_the_validator(index: int, value: Any, words: str | None) -> None:
+    """Values no msgpack bytes decode to (strict UTF-8, 64-bit integers), given to the event
+    decoder directly: the fast path leaves them to the validator."""
+    raw = wire(Publish("p", 0, event()))[4]
+    wire_module._event(list(raw))  # primes the fast path
+    raw[index] = value
+    if words is None:
+        assert wire_module._event(raw).values[1] == float(2**53 + 1)
+        return
+    with pytest.raises(wire_module._Bad, match=f"invalid event: .*{re.escape(words)}"):
+        wire_module._event(raw)
