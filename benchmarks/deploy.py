@@ -7,7 +7,7 @@ ZooKeeper, one OS process per server, subscriber and publisher), timed by the ho
 
 - throughput: one publisher sends ``--events`` events of one type as fast as the links take them
   to the three replicas of the root merger [A]; one subscriber to ``A`` delivers each. Events per
-  second from the first publication to the last delivery.
+  second from the first publication until the last event reached the subscriber's engine.
 - latency: the same at ``--rate`` events/s, and through the conjunction merger ⊔[A,B] (two merger
   hops): from the publication of a relation's last event to its delivery, from the run logs.
 

@@ -57,10 +57,11 @@ def measure(zookeeper: str, path: Path, quiet_s: float = 2.0, timeout: float = 6
         last: dict[str, int] = {}
         quiet = time.monotonic()
         while time.monotonic() - quiet < quiet_s:
-            got = {n: s.get("delivered", 0) for n, s in run.statuses().items() if "delivered" in s}
+            got = {n: s.get("fed", 0) for n, s in run.statuses().items() if "delivered" in s}
             if got != last:
                 last, quiet = got, time.monotonic()
             time.sleep(0.05)
+        fed_at = max(s.get("fed_at", 0.0) for s in run.statuses().values() if "delivered" in s)
     finally:
         run.stop()
     logs = path.parent / "run" / "logs"
@@ -71,13 +72,15 @@ def measure(zookeeper: str, path: Path, quiet_s: float = 2.0, timeout: float = 6
     # A relation's latency: from the publication of its last event to its delivery.
     latencies = [(t - max(sent[i] for i in ids)) / 1e6 for _, ids, t in delivered]
     first = min(sent.values())
-    end = max([t for _, _, t in delivered], default=first)
+    # The end: when the last event reached a subscriber's engines (not the last delivery: a
+    # selective subscription may deliver its last relation long before the stream is through).
+    end = max(int(fed_at * 1e9), max([t for _, _, t in delivered], default=first))
     seconds = (end - first) / 1e9
     return {
         "events": len(sent),
         "deliveries": len(delivered),
         "seconds": round(seconds, 3),
-        "events_per_s": round(len(sent) / seconds) if delivered and seconds > 0 else 0,
+        "events_per_s": round(len(sent) / seconds) if seconds > 0 else 0,
         "latency_ms": _percentiles(latencies),
         "rejected": {n: s.get("rejected") for n, s in run.statuses().items() if s.get("rejected")},
     }

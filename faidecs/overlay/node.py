@@ -146,6 +146,7 @@ class Node:
         self.protocol_errors = 0
         self.started_at = 0
         self.outbox: dict[str, list[Message]] = {}
+        self.fed, self.fed_at = 0, 0.0
         # Per role: when this replica learned its current epoch, and when the commit point first
         # moved in it (wall clock, s): a failover's length, seen from the new leader.
         self.epochs: dict[Any, dict[str, float]] = {}
@@ -215,6 +216,10 @@ class Node:
                     self._publish(now)
                 if self.host is not None:
                     self._watch_epochs()
+                if self.client is not None:
+                    fed = sum(len(s.fed) for s in self.client.streams.values())
+                    if fed != self.fed:  # when the last event reached the engines (benchmarks)
+                        self.fed, self.fed_at = fed, time.time()
                 self._flush()
                 if now >= next_status:
                     next_status = now + 500
@@ -341,6 +346,7 @@ class Node:
         if self.client is not None:
             out["delivered"] = self.delivered
             out["started"] = self.client.started()
+            out["fed"], out["fed_at"] = self.fed, self.fed_at
         if self.events is not None or self.process in self.d.publishers:
             out["published"] = getattr(self, "seq", 0)
             out["done"] = self.events is None
