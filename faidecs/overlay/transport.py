@@ -109,6 +109,7 @@ class Transport:
         self.process = process
         self.addresses = dict(addresses)
         self.keys = keys
+        self.own_context = context is None
         self.context: zmq.Context[Any] = context or zmq.Context()
         self.rejected: Counter[str] = Counter()
         self.sent = 0
@@ -146,11 +147,12 @@ class Transport:
             sock = self.outs[dst] = self._connect(dst)
         # No high-water mark on the link: a slow peer's queue grows rather than messages being
         # dropped, which the protocol would not notice; a peer that is down is forgotten instead.
-        sock.send(encode(msg), zmq.NOBLOCK)
-        self.sent += 1
+        self._put(sock, dst, encode(msg), 1)
 
     def send_many(self, dst: str, msgs: list[Message]) -> None:
         """Send messages to one peer in one frame, in order."""
+        if not msgs:
+            return
         if len(msgs) == 1:
             self.send(dst, msgs[0])
             return
@@ -161,8 +163,19 @@ class Transport:
         for msg in msgs:
             data = encode(msg)
             parts += (len(data).to_bytes(4, "big"), data)
-        sock.send(b"".join(parts), zmq.NOBLOCK)
-        self.sent += len(msgs)
+        self._put(sock, dst, b"".join(parts), len(msgs))
+
+    def _put(self, sock: zmq.Socket[Any], dst: str, data: bytes, count: int) -> None:
+        try:
+            sock.send(data, zmq.NOBLOCK)
+        except zmq.Again:
+            # The link refused it (e.g. the peer runs without keys while we use them): the message
+            # is lost as if the peer were down; counted and logged, and the link starts anew.
+            self.rejected["unsendable"] += count
+            LOG.warning("%s could not send %d message(s) to %s", self.process, count, dst)
+            self.forget(dst)
+            return
+        self.sent += count
 
     def _connect(self, dst: str) -> zmq.Socket[Any]:
         address = self.addresses.get(dst)
@@ -256,7 +269,8 @@ class Transport:
         self.inbox.close(linger=0)
         if self.auth is not None:
             self.auth.stop()
-        self.context.term()
+        if self.own_context:  # a caller's context is the caller's to end
+            self.context.term()
 
 
 __all__ = ["MAX_MESSAGE", "Transport", "claimed_sender"]
