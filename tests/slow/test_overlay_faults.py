@@ -15,7 +15,7 @@ import random
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,7 +25,6 @@ import pytest
 
 from faidecs.grammar import compile_program
 from faidecs.matching.events import Event, EventValidator
-from faidecs.overlay.certificates import create_keys
 from faidecs.overlay.filters import ACCEPT_ALL, Filter
 from faidecs.overlay.launcher import LaunchError, LocalDeployment
 from faidecs.overlay.messages import Ack, Connect, Decide, Down, LeaderChange, Message, Publish, Register, Up
@@ -33,84 +32,21 @@ from faidecs.overlay.node import Node
 from faidecs.overlay.processlog import ProcessLog
 from faidecs.overlay.replica import MergerReplica, ProtocolError
 from faidecs.overlay.report import kept_properties
-from faidecs.overlay.zkserver import ZooKeeperServer
 from faidecs.processes import run_processes
 from faidecs.properties import check
 from faidecs.runlog import Delivered, RunLog
 
+from overlay_harness import SESSION_MS, settled, write_deployment
+
 pytestmark = pytest.mark.slow
 
-PROGRAM = """\
-type A(x: int)
-type B(x: int)
-type C(x: int)
-subscription Pairs (matching FR, disposal PI): A and B
-subscription Triples (matching MR, disposal I): A and B and C and A.x < B.x
-"""
-SUBSCRIBERS = {"s1": "Pairs", "s2": "Pairs", "s3": "Triples"}
 PAIRS = "⊔[A,B]"
 TRIPLES = "⊔[A,B,C]"
-SESSION_MS = 400
 
 Sequence_ = list[tuple[int, tuple[str, ...]]]  # (conjunction, relation) in delivery order
 
 
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    server = ZooKeeperServer(data_dir=tmp_path_factory.mktemp("zookeeper"))
-    server.start()
-    yield server.address
-    server.stop()
-
-
-_ports = iter(range(18100, 18900, 20))  # test_overlay_processes.py takes 17100-17900
-
-
-def _deployment(
-    folder: Path, events: int, *, rate: int, servers: int = 4, later: tuple[str, ...] = (), seed: int = 0
-) -> Path:
-    base = next(_ports)
-    rng = random.Random(seed or events)
-    (folder / "program.fdc").write_text(PROGRAM)
-    lines = [
-        json.dumps({"id": f"e{k}", "type": rng.choice("ABC"), "attrs": {"x": rng.randrange(10)}}) for k in range(events)
-    ]
-    (folder / "events.jsonl").write_text("\n".join(lines) + "\n")
-    names = [f"m{k}" for k in range(1, servers + 1)]
-    text_servers = "".join(f'{n} = "tcp://127.0.0.1:{base + k}"\n' for k, n in enumerate(names, start=1))
-    subscribers = "".join(
-        f'[subscribers.{name}]\naddress = "tcp://127.0.0.1:{base + 10 + k}"\nsubscription = "{sub}"\n'
-        + ('start = "later"\npeer = "s1"\n' if name in later else "")
-        for k, (name, sub) in enumerate(SUBSCRIBERS.items())
-    )
-    text = (
-        f'name = "f{base}"\nprogram = "program.fdc"\nreplicas = 3\nkeys = "keys"\n\n'
-        f"[timing]\nsession_timeout = {SESSION_MS}\n\n[servers]\n{text_servers}\n{subscribers}\n"
-        f'[publishers.p1]\naddress = "tcp://127.0.0.1:{base + 19}"\nevents = "events.jsonl"\nrate = {rate}\n'
-    )
-    path = folder / "deployment.toml"
-    path.write_text(text)
-    create_keys(folder / "keys", [*names, *SUBSCRIBERS, "p1"])
-    return path
-
-
 # --- watching a run ----------------------------------------------------------------------------
-
-
-def _settled(run: LocalDeployment, quiet: float = 1.0, timeout: float = 30) -> None:
-    """The publisher is done and no subscriber delivered anything for ``quiet`` seconds."""
-    run.wait_for(lambda s: s.get("p1", {}).get("done", False), timeout, "the publisher to finish")
-    last: dict[str, int] = {}
-    quiet_since = time.monotonic()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        now = {n: s.get("delivered", 0) for n, s in run.statuses().items() if n in SUBSCRIBERS}
-        if now != last:
-            last, quiet_since = now, time.monotonic()
-        elif time.monotonic() - quiet_since > quiet:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"deliveries still changing after {timeout} s: {last}")
 
 
 def _published(run: LocalDeployment, n: int, timeout: float = 30) -> None:
@@ -265,7 +201,7 @@ def _caught_up(run: LocalDeployment, name: str, timeout: float = 5) -> dict[str,
 def _run(
     tmp_path: Path, zookeeper: str, events: int, rate: int, scenario: Callable[[LocalDeployment], None], **kw: Any
 ) -> LocalDeployment:
-    path = _deployment(tmp_path, events, rate=rate, **kw)
+    path = write_deployment(tmp_path, events, rate=rate, **kw)
     run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
     try:
         run.start()
@@ -355,9 +291,9 @@ def test_sigkill_of_a_subscriber(tmp_path: Path, zookeeper: str) -> None:
 
     def scenario(run: LocalDeployment) -> None:
         _published(run, 80)
-        run.wait_for(lambda s: s.get("s2", {}).get("delivered", 0) > 0, 10, "s2 to deliver")
+        run.wait_for(lambda s: s.get("s2", {}).get("delivered", 0) > 0, 20, "s2 to deliver")
         _kill(run, "s2")
-        _settled(run)
+        settled(run, quiet=1.0, timeout=30)
         assert run.statuses()["s1"]["delivered"] > run.statuses()["s2"]["delivered"], "s1 did not go on"
 
     run = _run(tmp_path, zookeeper, 300, 100, scenario)
@@ -417,9 +353,9 @@ def test_restart_of_a_killed_merger_replica(tmp_path: Path, zookeeper: str, vict
         run.wait_for(lambda s: s["s1"]["delivered"] > delivered, 10, "s1 to deliver after the kill")
         time.sleep(SESSION_MS / 1000 + 0.1)
         run.start_process(target)
-        run.wait_for(lambda s: bool(s.get(target, {}).get("mergers")), 15, f"{target} to start again")
-        behind.update(_caught_up(run, target, timeout=3))
-        _settled(run)
+        run.wait_for(lambda s: bool(s.get(target, {}).get("mergers")), 30, f"{target} to start again")
+        behind.update(_caught_up(run, target, timeout=10))
+        settled(run, quiet=1.0, timeout=30)
 
     run = _run(tmp_path, zookeeper, 300, 100, scenario)
     symptoms = _symptoms(run, run.runlog(), 300, behind)
@@ -444,11 +380,11 @@ def test_sigstop_of_a_follower_past_its_session(tmp_path: Path, zookeeper: str) 
         run.signal(target, signal.SIGSTOP)
         try:
             time.sleep(3 * SESSION_MS / 1000)
-            run.wait_for(lambda s: s["s1"]["delivered"] > delivered, 10, "s1 to deliver while a follower is paused")
+            run.wait_for(lambda s: s["s1"]["delivered"] > delivered, 20, "s1 to deliver while a follower is paused")
         finally:
             run.signal(target, signal.SIGCONT)
-        behind.update(_caught_up(run, target, timeout=3))
-        _settled(run)
+        behind.update(_caught_up(run, target, timeout=10))
+        settled(run, quiet=1.0, timeout=30)
         out = (run.run_dir / "out" / f"{target}.err").read_text()
         assert "expired" in out.lower(), f"{target}'s session did not expire during its pause"
 
@@ -466,10 +402,10 @@ def test_subscriber_joins_from_a_peer_mid_stream(tmp_path: Path, zookeeper: str)
         _published(run, 20)
         assert "s2" not in run.statuses()
         run.start_process("s2")
-        run.wait_for(lambda s: s.get("s2", {}).get("started", False), 15, "s2 to join")
+        run.wait_for(lambda s: s.get("s2", {}).get("started", False), 30, "s2 to join")
         # Starting a process takes 1 s on an idle machine, several when it is busy.
         assert run.statuses()["p1"]["published"] < 450, "s2 joined too late to see much of the stream"
-        _settled(run)
+        settled(run, quiet=1.0, timeout=30)
 
     run = _run(tmp_path, zookeeper, 500, 80, scenario, later=("s2",))
     log = run.runlog()
@@ -506,7 +442,7 @@ def test_leader_of_a_root_then_of_a_conjunction_merger(tmp_path: Path, zookeeper
     """Two crashes in one run, on five servers (four would leave some role without a majority):
     the leader of [A] (which leads the other roots too) dies, and 0.3 s later, while they fail
     over, the leader of A⊔B (and of A⊔B⊔C). Every role fails over; the run verifies."""
-    path = _deployment(tmp_path, 300, rate=100, servers=5)
+    path = write_deployment(tmp_path, 300, rate=100, servers=5)
     run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
     d = run.deployment
     # m2 leads every root and m3 both conjunction mergers when they register first; no role has
@@ -529,7 +465,7 @@ def test_leader_of_a_root_then_of_a_conjunction_merger(tmp_path: Path, zookeeper
                 times.append(
                     f"{role}: {victim} -> {new}, epoch after {learnt:.3f} s, first commit after {committed:.3f} s"
                 )
-        _settled(run)
+        settled(run, quiet=1.0, timeout=30)
         leads = _leads(run)
         assert not leads.get(first) and not leads.get(second), leads
     finally:

@@ -6,86 +6,21 @@ in the same order, and no event is lost or delivered twice. Failover times are p
 from __future__ import annotations
 
 import json
-import random
 import signal
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from faidecs.matching.engine import Engine
-from faidecs.overlay.certificates import create_keys
 from faidecs.overlay.launcher import LocalDeployment
 from faidecs.overlay.report import kept_properties
-from faidecs.overlay.zkserver import ZooKeeperServer
 from faidecs.properties import check
 
+from overlay_harness import PROGRAM, SUBSCRIBERS, settled, write_deployment
+
 pytestmark = pytest.mark.slow
-
-PROGRAM = """\
-type A(x: int)
-type B(x: int)
-type C(x: int)
-subscription Pairs (matching FR, disposal PI): A and B
-subscription Triples (matching MR, disposal I): A and B and C and A.x < B.x
-"""
-SUBSCRIBERS = {"s1": "Pairs", "s2": "Pairs", "s3": "Triples"}
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    server = ZooKeeperServer(data_dir=tmp_path_factory.mktemp("zookeeper"))
-    server.start()
-    yield server.address
-    server.stop()
-
-
-_ports = iter(range(17100, 17900, 20))
-
-
-def _deployment(
-    folder: Path, events: int, *, rate: int, extra: str = "", later: tuple[str, ...] = (), replicas: int = 3
-) -> Path:
-    base = next(_ports)
-    rng = random.Random(events)
-    (folder / "program.fdc").write_text(PROGRAM)
-    lines = [
-        json.dumps({"id": f"e{k}", "type": rng.choice("ABC"), "attrs": {"x": rng.randrange(10)}}) for k in range(events)
-    ]
-    (folder / "events.jsonl").write_text("\n".join(lines) + "\n")
-    servers = "".join(f'm{k} = "tcp://127.0.0.1:{base + k}"\n' for k in range(1, 5))
-    subscribers = "".join(
-        f'[subscribers.{name}]\naddress = "tcp://127.0.0.1:{base + 10 + k}"\nsubscription = "{sub}"\n'
-        + ('start = "later"\npeer = "s1"\n' if name in later else "")
-        for k, (name, sub) in enumerate(SUBSCRIBERS.items())
-    )
-    text = (
-        f'name = "t{base}"\nprogram = "program.fdc"\nreplicas = {replicas}\nkeys = "keys"\n{extra}\n'
-        f"[timing]\nsession_timeout = 400\n\n[servers]\n{servers}\n{subscribers}\n"
-        f'[publishers.p1]\naddress = "tcp://127.0.0.1:{base + 19}"\nevents = "events.jsonl"\nrate = {rate}\n'
-    )
-    path = folder / "deployment.toml"
-    path.write_text(text)
-    create_keys(folder / "keys", [*(f"m{k}" for k in range(1, 5)), *SUBSCRIBERS, "p1"])
-    return path
-
-
-def _settled(run: LocalDeployment, events: int, timeout: float = 60) -> None:
-    """The publisher is done and no subscriber delivered anything for a while."""
-    run.wait_for(lambda s: s.get("p1", {}).get("done", False), timeout, "the publisher to finish")
-    last: dict[str, int] = {}
-    quiet_since = time.monotonic()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        now = {n: s.get("delivered", 0) for n, s in run.statuses().items() if n in SUBSCRIBERS}
-        if now != last:
-            last, quiet_since = now, time.monotonic()
-        elif time.monotonic() - quiet_since > 2.0:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"deliveries still changing after {timeout} s: {last}")
-
 
 def _leader_of(run: LocalDeployment, role: str) -> tuple[str, int]:
     for status in run.statuses().values():
@@ -110,11 +45,11 @@ def _verify(run: LocalDeployment, published: int) -> dict[str, list[tuple[int, t
 
 
 def test_processes_deliver_in_agreement(tmp_path: Path, zookeeper: str) -> None:
-    path = _deployment(tmp_path, 300, rate=600)
+    path = write_deployment(tmp_path, 300, rate=600)
     run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
     try:
         run.start()
-        _settled(run, 300)
+        settled(run)
     finally:
         run.stop()
     by = _verify(run, 300)
@@ -129,11 +64,11 @@ def test_sequencer_baseline_delivers_what_the_embedded_engine_delivers(tmp_path:
     """The baseline orders every publication at one sequencer (replicated or not): with one
     publisher, whose link is FIFO, the order is the file's, so each subscriber must deliver
     exactly what the embedded engine delivers on the file."""
-    path = _deployment(tmp_path, 250, rate=800, extra='ordering = "sequencer"', replicas=replicas)
+    path = write_deployment(tmp_path, 250, rate=800, extra='ordering = "sequencer"', replicas=replicas)
     run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
     try:
         run.start()
-        _settled(run, 250)
+        settled(run)
     finally:
         run.stop()
     by = _verify(run, 250)
@@ -151,7 +86,7 @@ def _only(subscription: str) -> str:
 
 @pytest.mark.parametrize("victim", ["leader", "follower"])
 def test_sigkill_of_a_merger_replica(tmp_path: Path, zookeeper: str, victim: str) -> None:
-    path = _deployment(tmp_path, 400, rate=400)
+    path = write_deployment(tmp_path, 400, rate=400)
     run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
     try:
         run.start()
@@ -180,7 +115,7 @@ def test_sigkill_of_a_merger_replica(tmp_path: Path, zookeeper: str, victim: str
                 if m["role"] == "⊔[A,B]" and m["epoch"] > epoch and m.get("first_commit_at")
             )
             print(f"failover of A⊔B after SIGKILL of its leader {target}: {first - killed_at:.3f} s")
-        _settled(run, 400)
+        settled(run)
     finally:
         run.stop()
     by = _verify(run, 400)
@@ -190,7 +125,7 @@ def test_sigkill_of_a_merger_replica(tmp_path: Path, zookeeper: str, victim: str
 def test_sigstop_of_the_leader_then_resume(tmp_path: Path, zookeeper: str) -> None:
     """A paused leader is deposed when its session expires; resumed, it must not corrupt the
     order with decisions of its old epoch."""
-    path = _deployment(tmp_path, 300, rate=300)
+    path = write_deployment(tmp_path, 300, rate=300)
     run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
     try:
         run.start()
@@ -199,7 +134,7 @@ def test_sigstop_of_the_leader_then_resume(tmp_path: Path, zookeeper: str) -> No
         run.signal(leader, signal.SIGSTOP)
         time.sleep(1.5)
         run.signal(leader, signal.SIGCONT)
-        _settled(run, 300)
+        settled(run)
         statuses: dict[str, Any] = run.statuses()
         assert any(
             m["role"] == "[A]" and m["epoch"] > epoch for st in statuses.values() for m in st.get("mergers", [])

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import pickle
-import random
 import signal
 import socket
 import struct
 import time
 import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -24,79 +23,19 @@ pytest.importorskip("pysyncobj")
 pytest.importorskip("cryptography")  # pysyncobj's password (encryption) needs it
 
 from faidecs.matching.engine import Engine  # noqa: E402
-from faidecs.overlay.certificates import create_keys  # noqa: E402
 from faidecs.overlay.launcher import LocalDeployment  # noqa: E402
 from faidecs.overlay.report import kept_properties  # noqa: E402
-from faidecs.overlay.zkserver import ZooKeeperServer  # noqa: E402
 from faidecs.properties import check  # noqa: E402
+
+from overlay_harness import PROGRAM, SUBSCRIBERS, settled, write_deployment  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-PROGRAM = """\
-type A(x: int)
-type B(x: int)
-type C(x: int)
-subscription Pairs (matching FR, disposal PI): A and B
-subscription Triples (matching MR, disposal I): A and B and C and A.x < B.x
-"""
-SUBSCRIBERS = {"s1": "Pairs", "s2": "Pairs", "s3": "Triples"}
 SERVERS = ("m1", "m2", "m3")
 ROLE = "[A]"  # the sequencer's group is named after the first type
-RAFT_OFFSET = 25  # Raft endpoints at base + 26..28, inside the block of 40 ports a test takes
 
 
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    server = ZooKeeperServer(data_dir=tmp_path_factory.mktemp("zookeeper"))
-    server.start()
-    yield server.address
-    server.stop()
 
-
-# test_overlay_processes.py takes 17100-17900, test_overlay_faults.py 18100-18900; the Raft
-# endpoints are RAFT_OFFSET above the servers' ports.
-_ports = iter(range(19100, 19700, 40))
-
-
-def _deployment(folder: Path, events: int, *, rate: int) -> Path:
-    base = next(_ports)
-    rng = random.Random(events)
-    (folder / "program.fdc").write_text(PROGRAM)
-    lines = [
-        json.dumps({"id": f"e{k}", "type": rng.choice("ABC"), "attrs": {"x": rng.randrange(10)}}) for k in range(events)
-    ]
-    (folder / "events.jsonl").write_text("\n".join(lines) + "\n")
-    servers = "".join(f'{name} = "tcp://127.0.0.1:{base + k}"\n' for k, name in enumerate(SERVERS, start=1))
-    subscribers = "".join(
-        f'[subscribers.{name}]\naddress = "tcp://127.0.0.1:{base + 10 + k}"\nsubscription = "{sub}"\n'
-        for k, (name, sub) in enumerate(SUBSCRIBERS.items())
-    )
-    text = (
-        f'name = "r{base}"\nprogram = "program.fdc"\nreplicas = 3\nkeys = "keys"\nordering = "raft"\n'
-        f"raft_port_offset = {RAFT_OFFSET}\n\n"
-        f"[timing]\nsession_timeout = 400\n\n[servers]\n{servers}\n{subscribers}\n"
-        f'[publishers.p1]\naddress = "tcp://127.0.0.1:{base + 19}"\nevents = "events.jsonl"\nrate = {rate}\n'
-    )
-    path = folder / "deployment.toml"
-    path.write_text(text)
-    create_keys(folder / "keys", [*SERVERS, *SUBSCRIBERS, "p1"])
-    return path
-
-
-def _settled(run: LocalDeployment, timeout: float = 60) -> None:
-    """The publisher is done and no subscriber delivered anything for a while."""
-    run.wait_for(lambda s: s.get("p1", {}).get("done", False), timeout, "the publisher to finish")
-    last: dict[str, int] = {}
-    quiet_since = time.monotonic()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        now = {n: s.get("delivered", 0) for n, s in run.statuses().items() if n in SUBSCRIBERS}
-        if now != last:
-            last, quiet_since = now, time.monotonic()
-        elif time.monotonic() - quiet_since > 1.5:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"deliveries still changing after {timeout} s: {last}")
 
 
 def _raft_leader(statuses: dict[str, dict[str, Any]]) -> tuple[str, int] | None:
@@ -173,7 +112,7 @@ def _stranger_sends_a_pickle(raft_address: str, marker: Path) -> None:
 
 
 def test_raft_baseline_delivers_what_the_embedded_engine_delivers(tmp_path: Path, zookeeper: str) -> None:
-    path = _deployment(tmp_path, 250, rate=800)
+    path = write_deployment(tmp_path, 250, rate=800, servers=3, extra='ordering = "raft"')
     run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
     try:
         run.start()
@@ -183,7 +122,7 @@ def test_raft_baseline_delivers_what_the_embedded_engine_delivers(tmp_path: Path
             assert _listening(port) == {"0100007F"}, (server, port, _listening(port))
         marker = tmp_path / "a stranger's code ran"
         _stranger_sends_a_pickle(d.raft_address(SERVERS[0]), marker)
-        _settled(run)
+        settled(run)
         statuses = run.statuses()
     finally:
         run.stop()
@@ -202,7 +141,7 @@ def test_sigkill_of_the_raft_leader_mid_stream(tmp_path: Path, zookeeper: str) -
     """Killed, the Raft leader takes with it what it had submitted but Raft had not committed;
     the new leader submits what it has not seen applied, and applying skips what is decided
     already, so nothing is lost, nothing is delivered twice and the file's order stands."""
-    path = _deployment(tmp_path, 400, rate=400)
+    path = write_deployment(tmp_path, 400, rate=400, servers=3, extra='ordering = "raft"')
     run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
     try:
         run.start()
@@ -231,7 +170,7 @@ def test_sigkill_of_the_raft_leader_mid_stream(tmp_path: Path, zookeeper: str) -
             if m["role"] == ROLE and m["leader"] == n and m["epoch"] > term and m.get("first_commit_at")
         )
         print(f"Raft failover after SIGKILL of the leader {leader} (term {term}): new leader applies after {first - killed_at:.3f} s")
-        _settled(run)
+        settled(run)
     finally:
         run.stop()
     by = _verify(run, 400)
