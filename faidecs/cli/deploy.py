@@ -77,24 +77,31 @@ def status_table(statuses: dict[str, dict[str, Any]], previous: dict[str, dict[s
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    """Start the deployment and stay in the foreground (ZooKeeper, when started here, lives as
+    long as this command) until every process has stopped (``overlay down`` from another shell)
+    or Ctrl-C, which stops them all."""
     from faidecs.overlay.launcher import LocalDeployment
 
     run = LocalDeployment(Path(args.deployment), Path(args.run_dir), zookeeper=args.zookeeper)
-    run.start()
-    print(f"faidecs: {len(run.procs)} processes up; run folder {args.run_dir}; stop with: faidecs overlay down {args.run_dir}")
-    if not args.watch:
-        return 0
-    previous: dict[str, dict[str, Any]] | None = None
     try:
+        run.start()
+        print(
+            f"faidecs: {len(run.procs)} processes up; run folder {args.run_dir}; "
+            f"stop with Ctrl-C or: faidecs overlay down {args.run_dir}",
+            flush=True,
+        )
+        previous: dict[str, dict[str, Any]] | None = None
         while any(p.poll() is None for p in run.procs.values()):
-            statuses = run.statuses()
-            sys.stdout.write("\x1b[2J\x1b[H" + status_table(statuses, previous))
-            sys.stdout.flush()
-            previous = statuses
+            if args.watch:
+                statuses = run.statuses()
+                sys.stdout.write("\x1b[2J\x1b[H" + status_table(statuses, previous))
+                sys.stdout.flush()
+                previous = statuses
             time.sleep(1)
     except KeyboardInterrupt:
         pass
-    run.stop()
+    finally:
+        run.stop()
     return 0
 
 
@@ -124,11 +131,11 @@ def add_commands(osub: Any) -> None:
     keys.add_argument("--process", action="append", default=[], help="a process name (repeatable)")
     keys.set_defaults(func=cmd_keys)
 
-    up = osub.add_parser("up", help="start a deployment's processes on this host")
+    up = osub.add_parser("up", help="run a deployment's processes on this host until they stop or Ctrl-C")
     up.add_argument("deployment", help="deployment file (TOML)")
     up.add_argument("--run-dir", default="overlay-run", help="folder for logs and status (default overlay-run)")
     up.add_argument("--zookeeper", help="host:port of a running ZooKeeper (default: start one on loopback)")
-    up.add_argument("--watch", action="store_true", help="show the live status until Ctrl-C, then stop everything")
+    up.add_argument("--watch", action="store_true", help="show the live status, refreshed every second")
     up.set_defaults(func=cmd_up)
 
     dn = osub.add_parser("down", help="stop the processes of a run started by overlay up")

@@ -167,7 +167,10 @@ def merged_runlog(run_dir: Path) -> RunLog:
         raise LaunchError(f"{run_dir / 'logs'}: no run logs")
     logs = []
     for f in files:
-        log = RunLog.read(f.read_text().splitlines(), str(f))
+        text = f.read_text()
+        if not text.strip():
+            continue  # killed before it wrote its first records: it did nothing to judge
+        log = RunLog.read(text.splitlines(), str(f))
         for process in log.processes:
             if process not in log.final and process not in log.left:
                 times = [d.time for d in log.delivered] + [t for t, _ in log.joined.values()]
