@@ -121,7 +121,10 @@ class Deployment(BaseModel):
     def _consistent(self) -> "Deployment":
         names = [*self.servers, *self.subscribers, *self.publishers]
         for n in [self.name, *names]:
-            check_process_name(n)
+            try:
+                check_process_name(n)
+            except FaidecsError as exc:
+                raise ValueError(str(exc)) from None
         twice = {n for n in names if names.count(n) > 1}
         if twice:
             raise ValueError(f"process {sorted(twice)[0]} is declared twice")
@@ -253,7 +256,10 @@ def load_deployment(path: Path) -> Deployment:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "(top)"
         raise DeploymentError(f"{path}: {where}: {first['msg']}") from None
-    _ = deployment.compiled  # the program and the subscribers' names are checked up front
+    try:
+        _ = deployment.compiled  # the program and the subscribers' names are checked up front
+    except DeploymentError as exc:
+        raise DeploymentError(f"{path}: {exc}") from None
     return deployment
 
 
