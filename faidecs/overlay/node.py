@@ -203,7 +203,9 @@ class Node:
                     except queue.Empty:
                         break
                     if isinstance(news, Down):
+                        # As a crash would: what was queued for it, sent or not yet, is dropped.
                         self.transport.forget(news.process)
+                        self.outbox.pop(news.process, None)
                     self._handle(COORDINATOR, news, now_ms())
                 now = now_ms()
                 if now >= next_tick:
@@ -257,7 +259,7 @@ class Node:
 
     def _flush(self) -> None:
         """Send what the pass produced: one frame per destination, with a message that a later
-        one of the same kind supersedes left out (:func:`superseded`)."""
+        one of the same kind supersedes left out (:func:`coalesce`)."""
         outbox, self.outbox = self.outbox, {}
         for dst, msgs in outbox.items():
             self.transport.send_many(dst, coalesce(msgs))
