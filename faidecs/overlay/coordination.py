@@ -1,10 +1,11 @@
 """Replica leadership and epochs: what the overlay asks of a coordination service.
 
-The core never elects a leader itself. A coordination service (ZooKeeper or etcd in the real
-runtime, next issue; :class:`SimulatedCoordination` in the simulator) keeps one session per
-process, and for each merger role its leader and epoch. When a leader's session expires (the
-process crashed, or paused longer than the session timeout) the service makes the next live
-replica in placement order leader with a higher epoch, and notifies the role's replicas; it tells
+The core never elects a leader itself. A coordination service (ZooKeeper in the real runtime,
+:mod:`faidecs.overlay.zkcoordination`; :class:`SimulatedCoordination` in the simulator) keeps one
+session per process, and for each merger role its leader and epoch. When a leader's session
+expires (the process crashed, or paused longer than the session timeout) the service makes
+another live replica leader with a higher epoch (the simulated service: the next in placement
+order; ZooKeeper: the one that registered first), and notifies the role's replicas; it tells
 every process whose session expired or came back (``Down``/``Up``), as watches on ephemeral nodes
 would. Epochs only grow, so every decision can be judged against the epoch it carries.
 """
