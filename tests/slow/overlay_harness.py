@@ -8,8 +8,13 @@ import random
 import time
 from pathlib import Path
 
+from faidecs.matching.engine import Engine
 from faidecs.overlay.certificates import create_keys
 from faidecs.overlay.launcher import LocalDeployment
+from faidecs.overlay.report import kept_properties
+from faidecs.properties import check
+
+Deliveries = dict[str, list[tuple[int, tuple[str, ...]]]]  # subscriber -> (conjunction, relation)
 
 PROGRAM = """\
 type A(x: int)
@@ -80,3 +85,31 @@ def settled(run: LocalDeployment, quiet: float = 1.5, timeout: float = 60) -> No
             return
         time.sleep(0.1)
     raise AssertionError(f"deliveries still changing after {timeout} s: {last}")
+
+
+def verified(run: LocalDeployment, published: int) -> Deliveries:
+    """Each subscriber's deliveries in the run's merged log, once that log keeps every property
+    the options keep, holds ``published`` distinct publications and no repeated delivery."""
+    log = run.runlog()
+    report = check(log, kept_properties(log.subscriptions().values()))
+    assert not report.violated(), report.table()
+    assert len(log.published) == published
+    assert len({p.id for p in log.published}) == published
+    by: Deliveries = {n: [] for n in SUBSCRIBERS}
+    for d in log.delivered:
+        by[d.process].append((d.conjunction, d.relation))
+    for name, got in by.items():
+        assert len(got) == len(set(got)), f"{name} delivered a relation twice"
+    return by
+
+
+def embedded(folder: Path) -> Deliveries:
+    """What the embedded engine delivers on the deployment's events file, per subscriber."""
+    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    types, *subscriptions = PROGRAM.split("subscription")
+    out: Deliveries = {}
+    for name, subscription in SUBSCRIBERS.items():
+        only = next("subscription" + s for s in subscriptions if s.startswith(f" {subscription} "))
+        engine = Engine.from_source(types + only)
+        out[name] = [(d.conjunction, tuple(d.ids)) for e in events for d in engine.publish(e)]
+    return out

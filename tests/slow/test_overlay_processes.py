@@ -5,7 +5,6 @@ in the same order, and no event is lost or delivered twice. Failover times are p
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from pathlib import Path
@@ -13,12 +12,9 @@ from typing import Any
 
 import pytest
 
-from faidecs.matching.engine import Engine
 from faidecs.overlay.launcher import LocalDeployment
-from faidecs.overlay.report import kept_properties
-from faidecs.properties import check
 
-from overlay_harness import PROGRAM, SUBSCRIBERS, settled, write_deployment
+from overlay_harness import SUBSCRIBERS, embedded, settled, verified, write_deployment
 
 pytestmark = pytest.mark.slow
 
@@ -30,20 +26,6 @@ def _leader_of(run: LocalDeployment, role: str) -> tuple[str, int]:
     raise AssertionError(f"no leader known for {role}")
 
 
-def _verify(run: LocalDeployment, published: int) -> dict[str, list[tuple[int, tuple[str, ...]]]]:
-    log = run.runlog()
-    report = check(log, kept_properties(log.subscriptions().values()))
-    assert not report.violated(), report.table()
-    assert len(log.published) == published
-    assert len({p.id for p in log.published}) == published
-    by: dict[str, list[tuple[int, tuple[str, ...]]]] = {n: [] for n in SUBSCRIBERS}
-    for d in log.delivered:
-        by[d.process].append((d.conjunction, d.relation))
-    for name, got in by.items():
-        assert len(got) == len(set(got)), f"{name} delivered a relation twice"
-    return by
-
-
 def test_processes_deliver_in_agreement(tmp_path: Path, zookeeper: str) -> None:
     path = write_deployment(tmp_path, 300, rate=600)
     run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
@@ -52,7 +34,7 @@ def test_processes_deliver_in_agreement(tmp_path: Path, zookeeper: str) -> None:
         settled(run)
     finally:
         run.stop()
-    by = _verify(run, 300)
+    by = verified(run, 300)
     assert by["s1"] == by["s2"] and by["s1"], "subscribers of one subscription disagree"
     assert by["s3"], "the three-type subscription delivered nothing"
     rejected = {n: s.get("rejected") for n, s in run.statuses().items() if s.get("rejected")}
@@ -71,17 +53,11 @@ def test_sequencer_baseline_delivers_what_the_embedded_engine_delivers(tmp_path:
         settled(run)
     finally:
         run.stop()
-    by = _verify(run, 250)
-    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
-    for name, subscription in SUBSCRIBERS.items():
-        engine = Engine.from_source(PROGRAM.split("subscription")[0] + _only(subscription))
-        expected = [(d.conjunction, tuple(d.ids)) for e in events for d in engine.publish(e)]
-        assert expected and by[name] == expected, name
+    by = verified(run, 250)
+    expected = embedded(tmp_path)
+    for name in SUBSCRIBERS:
+        assert expected[name] and by[name] == expected[name], name
     assert {m["role"] for st in run.statuses().values() for m in st.get("mergers", [])} == {"[A]"}
-
-
-def _only(subscription: str) -> str:
-    return next("subscription" + part for part in PROGRAM.split("subscription")[1:] if part.startswith(f" {subscription} "))
 
 
 @pytest.mark.parametrize("victim", ["leader", "follower"])
@@ -118,7 +94,7 @@ def test_sigkill_of_a_merger_replica(tmp_path: Path, zookeeper: str, victim: str
         settled(run)
     finally:
         run.stop()
-    by = _verify(run, 400)
+    by = verified(run, 400)
     assert by["s1"] == by["s2"] and by["s1"]
 
 
@@ -141,5 +117,5 @@ def test_sigstop_of_the_leader_then_resume(tmp_path: Path, zookeeper: str) -> No
         ), "the paused leader was not replaced"
     finally:
         run.stop()
-    by = _verify(run, 300)
+    by = verified(run, 300)
     assert by["s1"] == by["s2"] and by["s1"]

@@ -7,7 +7,6 @@ leader is killed mid-stream. The failover time is printed (``-s``)."""
 
 from __future__ import annotations
 
-import json
 import pickle
 import signal
 import socket
@@ -22,12 +21,9 @@ import pytest
 pytest.importorskip("pysyncobj")
 pytest.importorskip("cryptography")  # pysyncobj's password (encryption) needs it
 
-from faidecs.matching.engine import Engine  # noqa: E402
 from faidecs.overlay.launcher import LocalDeployment  # noqa: E402
-from faidecs.overlay.report import kept_properties  # noqa: E402
-from faidecs.properties import check  # noqa: E402
 
-from overlay_harness import PROGRAM, SUBSCRIBERS, settled, write_deployment  # noqa: E402
+from overlay_harness import SUBSCRIBERS, embedded, settled, verified, write_deployment  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -46,33 +42,6 @@ def _raft_leader(statuses: dict[str, dict[str, Any]]) -> tuple[str, int] | None:
         if leader:
             return leader, term
     return None
-
-
-def _verify(run: LocalDeployment, published: int) -> dict[str, list[tuple[int, tuple[str, ...]]]]:
-    log = run.runlog()
-    report = check(log, kept_properties(log.subscriptions().values()))
-    assert not report.violated(), report.table()
-    assert len(log.published) == published
-    assert len({p.id for p in log.published}) == published
-    by: dict[str, list[tuple[int, tuple[str, ...]]]] = {n: [] for n in SUBSCRIBERS}
-    for d in log.delivered:
-        by[d.process].append((d.conjunction, d.relation))
-    for name, got in by.items():
-        assert len(got) == len(set(got)), f"{name} delivered a relation twice"
-    return by
-
-
-def _expected(folder: Path) -> dict[str, list[tuple[int, tuple[str, ...]]]]:
-    """What the embedded engine delivers on the events file, per subscriber."""
-    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
-    out = {}
-    for name, subscription in SUBSCRIBERS.items():
-        only = next(
-            "subscription" + part for part in PROGRAM.split("subscription")[1:] if part.startswith(f" {subscription} ")
-        )
-        engine = Engine.from_source(PROGRAM.split("subscription")[0] + only)
-        out[name] = [(d.conjunction, tuple(d.ids)) for e in events for d in engine.publish(e)]
-    return out
 
 
 def _listening(port: int) -> set[str]:
@@ -127,8 +96,8 @@ def test_raft_baseline_delivers_what_the_embedded_engine_delivers(tmp_path: Path
     finally:
         run.stop()
     assert not marker.exists(), "the Raft endpoint unpickled a stranger's frame: no password?"
-    by = _verify(run, 250)
-    expected = _expected(tmp_path)
+    by = verified(run, 250)
+    expected = embedded(tmp_path)
     for name in SUBSCRIBERS:
         assert expected[name] and by[name] == expected[name], name
     mergers = [m for st in statuses.values() for m in st.get("mergers", [])]
@@ -173,8 +142,8 @@ def test_sigkill_of_the_raft_leader_mid_stream(tmp_path: Path, zookeeper: str) -
         settled(run)
     finally:
         run.stop()
-    by = _verify(run, 400)
+    by = verified(run, 400)
     assert by["s1"] == by["s2"] and by["s1"], "subscribers of one subscription disagree"
-    expected = _expected(tmp_path)
+    expected = embedded(tmp_path)
     for name in SUBSCRIBERS:
         assert by[name] == expected[name], f"{name}: an event lost, repeated or out of order"
