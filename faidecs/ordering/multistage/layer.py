@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from faidecs.ordering.layer import Notify
 from faidecs.ordering.multistage.config import MultistageConfig

@@ -21,12 +21,14 @@ def place_by_ranges(topics: Iterable[str], servers: int) -> dict[str, int]:
     return {topic: i // size for i, topic in enumerate(ranked)}
 
 
-def forwarded_entries(sent: Mapping[tuple[str, str], LinkStats], placement: Mapping[str, int]) -> dict[tuple[int, int], int]:
+def forwarded_entries(
+    sent: Mapping[tuple[str, str], LinkStats], placement: Mapping[str, int]
+) -> dict[tuple[int, int], int]:
     """Timestamp entries carried between TMs on different servers, per (from server, to server)."""
     traffic: dict[tuple[int, int], int] = {}
     for (src, dst), stats in sent.items():
         if src.startswith(TM_PREFIX) and dst.startswith(TM_PREFIX):
-            a, b = placement[src[len(TM_PREFIX):]], placement[dst[len(TM_PREFIX):]]
+            a, b = placement[src[len(TM_PREFIX) :]], placement[dst[len(TM_PREFIX) :]]
             if a != b:
                 traffic[(a, b)] = traffic.get((a, b), 0) + stats.entries
     return traffic
