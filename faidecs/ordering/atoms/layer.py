@@ -38,6 +38,7 @@ from faidecs.ordering.atoms.message import EpochView, Sequenced, Switch
 from faidecs.ordering.atoms.overlap import AtomId
 from faidecs.ordering.atoms.receiver import Notify, Receiver
 from faidecs.ordering.atoms.sequencer import Sequencer, entry_address, install, receiver_address
+from faidecs.ordering.layer import OrderingLayer
 from faidecs.ordering.network import Network
 
 CONFIG_ADDRESS = "atoms/config"
@@ -216,3 +217,7 @@ class AtomsLayer:
     def path_lengths(self) -> dict[str, int]:
         """Atoms on each group's path in the current epoch (0: an ingress-only sequencer)."""
         return {g: len(p) for g, p in self.graph.paths.items()}
+
+
+def _conforms(layer: AtomsLayer) -> OrderingLayer:
+    return layer  # mypy checks that AtomsLayer implements the protocol
