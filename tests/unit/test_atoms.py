@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, pairwise
 
 import pytest
 
@@ -40,7 +40,7 @@ def tno_violations(log: dict[str, list[str]]) -> list[tuple[str, str, str, str]]
             found.append((p, p, "duplicate", ""))
     for p, q in combinations(sorted(log), 2):
         common = [e for e in log[p] if e in position[q]]
-        for a, b in zip(common, common[1:]):
+        for a, b in pairwise(common):
             if position[q][a] > position[q][b]:
                 found.append((p, q, a, b))
     return found
@@ -226,7 +226,7 @@ def test_b5_line_construction_never_stalls_nor_disagrees() -> None:
 def test_b5_skip_construction_stalls_but_never_disagrees() -> None:
     stalls = violations = 0
     for seed in range(200):
-        h, graph = static_run(seed, "skip")
+        h, _graph = static_run(seed, "skip")
         stalls += bool(h.layer.pending())
         violations += len(tno_violations(h.log))
     assert violations == 0

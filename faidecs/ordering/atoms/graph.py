@@ -30,8 +30,9 @@ A group without double overlaps has an empty path: an ingress-only sequencer num
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Literal
 
 from faidecs.ordering.atoms.overlap import AtomId, atoms_of, double_overlaps
 
@@ -131,7 +132,9 @@ def skip_graph(membership: Mapping[str, frozenset[str]]) -> SequencingGraph:
     return SequencingGraph(groups, overlaps, {g: tuple(atoms_of(g, overlaps)) for g in groups})
 
 
-def graph_from_paths(membership: Mapping[str, frozenset[str]], paths: Mapping[str, Sequence[AtomId]]) -> SequencingGraph:
+def graph_from_paths(
+    membership: Mapping[str, frozenset[str]], paths: Mapping[str, Sequence[AtomId]]
+) -> SequencingGraph:
     """A graph with the given paths (groups not named get their own atoms in name order); not checked."""
     groups = _groups(membership)
     overlaps = double_overlaps(groups)

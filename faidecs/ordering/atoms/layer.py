@@ -30,8 +30,8 @@ instantaneous; a deployment would need the publishers to learn the epoch (e.g. w
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from faidecs.ordering.atoms.graph import BUILDERS, Builder, SequencingGraph
 from faidecs.ordering.atoms.message import EpochView, Sequenced, Switch

@@ -8,8 +8,8 @@ topic; groups are named by their topic.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import combinations
-from typing import Mapping
 
 #: an atom is named by the pair of groups it sequences, smaller name first
 AtomId = tuple[str, str]

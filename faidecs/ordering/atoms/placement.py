@@ -8,7 +8,7 @@ group's path on nearby machines.
 from __future__ import annotations
 
 import random
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from faidecs.ordering.atoms.graph import SequencingGraph
 from faidecs.ordering.atoms.overlap import AtomId
@@ -73,7 +73,9 @@ def assign_machines(
             where[rng.choice(nodes)] = free_near(None)
         while any(n not in where for n in nodes):
             placed = [i for i, n in enumerate(nodes) if n in where]
-            i, j = min(((i, j) for i, n in enumerate(nodes) if n not in where for j in placed), key=lambda p: abs(p[0] - p[1]))
+            i, j = min(
+                ((i, j) for i, n in enumerate(nodes) if n not in where for j in placed), key=lambda p: abs(p[0] - p[1])
+            )
             where[nodes[i]] = free_near(where[nodes[j]])
     return where
 

@@ -15,8 +15,8 @@ an epoch before its current subscription, is consumed (it advances the counters)
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from faidecs.ordering.atoms.message import EpochView, Sequenced, Switch
 from faidecs.ordering.atoms.overlap import AtomId

@@ -8,8 +8,8 @@ the message to the notification service, which is not FIFO.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from faidecs.ordering.atoms.graph import SequencingGraph
 from faidecs.ordering.atoms.message import Sequenced
