@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import combinations, pairwise
 
 import pytest
@@ -166,7 +167,11 @@ GH, GK, HK = ("G", "H"), ("G", "K"), ("H", "K")
 def trio_run(paths: dict[str, list[AtomId]] | None) -> Harness:
     layer = AtomsLayer(builder=(lambda m: graph_from_paths(m, paths)) if paths else line_graph)
     h = harness(subscriptions_of(TRIO), layer)
-    net, a = h.network, lambda q: atom_address(0, q)
+    net = h.network
+
+    def a(q: AtomId) -> str:
+        return atom_address(0, q)
+
     for src, dst in [(a(HK), a(GK)), (a(GK), a(HK)), (a(GH), a(GK))]:
         net.override[(src, dst)] = 1.0
     net.override[(a(GK), a(GH))] = 100.0
@@ -205,7 +210,7 @@ def static_run(seed: int, construction: str, messages: int = 300) -> tuple[Harne
     topics = sorted({t for s in subs.values() for t in s})
     for i in range(messages):
         publisher, topic = rng.choice(sorted(subs)), rng.choice(topics)
-        h.network.at(rng.uniform(0, 100), lambda p=publisher, t=topic, e=f"m{i}": h.layer.publish(p, e, t))
+        h.network.at(rng.uniform(0, 100), partial(h.layer.publish, publisher, f"m{i}", topic))
     h.network.run()
     return h, h.layer.graph
 
@@ -276,7 +281,7 @@ def test_colocation_step_b_gathers_overlaps_of_one_member() -> None:
 
 
 def test_b7_occupancy_extremes() -> None:
-    empty = {f"T{i}": frozenset() for i in range(8)}
+    empty: dict[str, frozenset[str]] = {f"T{i}": frozenset() for i in range(8)}
     assert line_graph(empty).overlaps == {}
     full = {f"T{i}": frozenset(f"h{j}" for j in range(16)) for i in range(8)}
     graph = line_graph(full)
@@ -339,7 +344,7 @@ def test_joiner_is_owed_what_follows_its_subscription() -> None:
     h = harness(subs, AtomsLayer())
     net = h.network
     for i in range(10):
-        net.at(float(i), lambda i=i: h.layer.publish("A", f"e{i}", "T"))
+        net.at(float(i), partial(h.layer.publish, "A", f"e{i}", "T"))
     net.at(4.5, lambda: h.layer.subscribe("X", frozenset({"T"})))
     net.run(until=4.6)
     join = h.layer.joined_at("X", "T")
@@ -355,7 +360,7 @@ def test_leaver_is_notified_of_nothing_after_leaving() -> None:
     h = harness(subs, AtomsLayer(), seed=4)
     net = h.network
     for i in range(20):
-        net.at(i / 2, lambda i=i: h.layer.publish("A", f"e{i}", "TU"[i % 2]))
+        net.at(i / 2, partial(h.layer.publish, "A", f"e{i}", "TU"[i % 2]))
     net.at(3.0, lambda: h.layer.unsubscribe("B", frozenset({"T"})))
     net.run()
     late_t = [e for e in h.log["B"] if int(e[1:]) % 2 == 0 and h.times[("B", e)] > 3.0]
@@ -405,7 +410,7 @@ def dynamic_run(seed: int, construction: str = "line") -> DynamicRun:
                 layer.subscribe(p, frozenset({t}))
 
     for i in range(300):
-        h.network.at(rng.uniform(0, 100), lambda i=i: publish(i))
+        h.network.at(rng.uniform(0, 100), partial(publish, i))
     for _ in range(12):
         h.network.at(rng.uniform(0, 100), change)
     h.network.run()
