@@ -81,18 +81,18 @@ class AtomsLayer:
     construction: str = "line"
     builder: Builder | None = None
     name: str = "atoms"
-    network: Network = field(default_factory=lambda: Network(random.Random(0)))
-    notify: Notify | None = None
-    subscriptions: dict[str, frozenset[str]] = field(default_factory=dict)
-    epoch: int = 0
-    graphs: dict[int, SequencingGraph] = field(default_factory=dict)
-    receivers: dict[str, Receiver] = field(default_factory=dict)
-    sequencers: dict[int, dict[str, Sequencer]] = field(default_factory=dict)
-    admitted: dict[int, dict[str, int]] = field(default_factory=dict)  # epoch -> group -> count
-    published: dict[str, int] = field(default_factory=dict)  # topic -> publications so far
-    epoch_of: dict[str, int] = field(default_factory=dict)  # event id -> epoch admitted in
-    joins: dict[tuple[str, str], JoinPoint] = field(default_factory=dict)
-    _headers: list[int] = field(default_factory=list)
+    network: Network = field(init=False, default_factory=lambda: Network(random.Random(0)))
+    notify: Notify | None = field(init=False, default=None)
+    subscriptions: dict[str, frozenset[str]] = field(init=False, default_factory=dict)
+    epoch: int = field(init=False, default=0)
+    graphs: dict[int, SequencingGraph] = field(init=False, default_factory=dict)
+    receivers: dict[str, Receiver] = field(init=False, default_factory=dict)
+    sequencers: dict[int, dict[str, Sequencer]] = field(init=False, default_factory=dict)
+    admitted: dict[int, dict[str, int]] = field(init=False, default_factory=dict)  # epoch -> group -> count
+    published: dict[str, int] = field(init=False, default_factory=dict)  # topic -> publications so far
+    epoch_of: dict[str, int] = field(init=False, default_factory=dict)  # event id -> epoch admitted in
+    joins: dict[tuple[str, str], JoinPoint] = field(init=False, default_factory=dict)
+    _headers: list[int] = field(init=False, default_factory=list)
 
     @property
     def graph(self) -> SequencingGraph:
