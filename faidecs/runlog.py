@@ -6,6 +6,8 @@ A run log is a JSON-lines file (format ``faidecs.runlog/1``, see ``docs/properti
 - one ``process`` record per process: its name and its subscription (one declaration);
 - ``publish`` records in publication order: the event (with ``publisher`` and ``seq``);
 - ``deliver`` records: a process delivered a relation for one of its conjunctions;
+- ``notify`` records (ordering layers only): the layer handed a process one event, before its
+  engine saw it; the pairwise Total Notification Order is judged on them;
 - optionally one ``final`` record per process: its queues after the last event (``state_json``);
 - ``time`` on every publish and deliver record: a logical clock, strictly increasing through the
   file. The file order is the order of the run.
@@ -61,6 +63,13 @@ class Delivered:
     relation: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Notified:
+    time: int
+    process: str
+    event: str  # event id
+
+
 @dataclass(slots=True)
 class RunLog:
     types_source: str
@@ -74,6 +83,8 @@ class RunLog:
     joined: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     #: processes that left before the end: process -> time. They deliver nothing after it.
     left: dict[str, int] = field(default_factory=dict)
+    #: events an ordering layer handed to processes (seeds 000 and 004), in notification order
+    notified: list[Notified] = field(default_factory=list)
 
     # --- derived ---------------------------------------------------------------------------
 
@@ -118,6 +129,10 @@ class RunLog:
                 },
             )
             for d in self.delivered
+        ]
+        merged += [
+            (n.time, {"record": "notify", "time": n.time, "process": n.process, "event": n.event})
+            for n in self.notified
         ]
         for _, record in sorted(merged, key=lambda r: r[0]):
             yield record
@@ -167,7 +182,7 @@ class RunLog:
                     log.joined[pname] = (time, peer)
                 if "left" in record:
                     log.left[pname] = _field(record, "left", int, where)
-            elif kind in ("publish", "deliver"):
+            elif kind in ("publish", "deliver", "notify"):
                 time = _field(record, "time", int, where)
                 if last_time is not None and time <= last_time:
                     raise RunLogError(f"{where}: time {time} does not increase (previous {last_time})")
@@ -181,7 +196,11 @@ class RunLog:
                 else:
                     pname = _field(record, "process", str, where)
                     if pname not in log.processes:
-                        raise RunLogError(f"{where}: delivery by undeclared process {pname!r}")
+                        what = "delivery by" if kind == "deliver" else "notification of"
+                        raise RunLogError(f"{where}: {what} undeclared process {pname!r}")
+                    if kind == "notify":
+                        log.notified.append(Notified(time, pname, _field(record, "event", str, where)))
+                        continue
                     relation = _field(record, "relation", list, where)
                     if not all(isinstance(x, str) for x in relation):
                         raise RunLogError(f"{where}: a relation is a list of event ids")
@@ -227,6 +246,11 @@ class RunRecorder:
         self._time += 1
         self.log.delivered.append(Delivered(self._time, process, conjunction, tuple(relation)))
 
+    def notify(self, process: str, event_id: str) -> None:
+        """An ordering layer handed ``event_id`` to ``process``."""
+        self._time += 1
+        self.log.notified.append(Notified(self._time, process, event_id))
+
     @property
     def clock(self) -> int:
         """The time of the last record."""
@@ -266,6 +290,8 @@ def merge_runlogs(logs: Iterable[tuple[str, RunLog]]) -> RunLog:
         out.final.update(log.final)
         records += [(p.time, rank, k, p) for k, p in enumerate(log.published)]
         records += [(d.time, rank, len(log.published) + k, d) for k, d in enumerate(log.delivered)]
+        base = len(log.published) + len(log.delivered)
+        records += [(n.time, rank, base + k, n) for k, n in enumerate(log.notified)]
     records.sort(key=lambda r: r[:3])
     times = [r[0] for r in records]
 
@@ -276,6 +302,8 @@ def merge_runlogs(logs: Iterable[tuple[str, RunLog]]) -> RunLog:
     for n, (_, _, _, record) in enumerate(records, start=1):
         if isinstance(record, Published):
             out.published.append(Published(n, record.event))
+        elif isinstance(record, Notified):
+            out.notified.append(Notified(n, record.process, record.event))
         else:
             out.delivered.append(Delivered(n, record.process, record.conjunction, record.relation))
     for _, log in items:

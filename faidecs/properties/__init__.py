@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from faidecs.properties.agreement import conjunction_agreement, covering_agreement
 from faidecs.properties.liveness import conjunction_validity, event_validity
+from faidecs.properties.notification import notification_integrity, notification_validity, total_notification_order
 from faidecs.properties.order import (
     conjunction_total_order,
     disjunction_total_order,
@@ -28,7 +29,8 @@ from faidecs.runlog import RunLog
 Check = Callable[[RunView], list[Violation]]
 
 #: Every property, in the order tools print them (the semantics file's names, plus Type Local
-#: Order, which with Type FIFO Order makes Type Causal Order).
+#: Order, which with Type FIFO Order makes Type Causal Order, plus the notification properties
+#: of the ordering layers, which hold vacuously in logs without ``notify`` records).
 CHECKS: dict[str, Check] = {
     "No Duplication": no_duplication,
     "No Duplication'": no_duplication_prime,
@@ -44,6 +46,9 @@ CHECKS: dict[str, Check] = {
     "Type FIFO Order": type_fifo_order,
     "Type Local Order": type_local_order,
     "Type Causal Order": type_causal_order,
+    "Total Notification Order": total_notification_order,
+    "Notification Integrity": notification_integrity,
+    "Notification Validity": notification_validity,
 }
 
 

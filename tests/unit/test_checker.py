@@ -103,6 +103,9 @@ def test_checks_cover_every_property_in_order() -> None:
         "Type FIFO Order",
         "Type Local Order",
         "Type Causal Order",
+        "Total Notification Order",
+        "Notification Integrity",
+        "Notification Validity",
     ]
 
 
@@ -129,8 +132,8 @@ def test_report_json_and_table() -> None:
         }
     ]
     table = report.table()
-    assert "Type FIFO Order          VIOLATED" in table
-    assert "No Creation              holds" in table
+    assert "Type FIFO Order           VIOLATED" in table
+    assert "No Creation               holds" in table
 
 
 def test_empty_run_holds_everything() -> None:

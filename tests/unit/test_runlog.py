@@ -333,7 +333,8 @@ def test_verify_stock_example(examples: Path, tmp_path: Path, capsys: pytest.Cap
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].split() == ["property", "result"]
-    verdicts = {line[:23].strip(): line[23:].strip() for line in lines[1:] if line[:23].strip()}
+    width = max(len(name) for name in CHECKS)
+    verdicts = {line[:width].strip(): line[width:].strip() for line in lines[1:] if line[:width].strip()}
     assert list(verdicts) == list(CHECKS)
     violated = [name for name, result in verdicts.items() if result == "VIOLATED"]
     assert violated == ["Type FIFO Order", "Type Causal Order"]
