@@ -44,6 +44,11 @@ class OrderingLayer(Protocol):
         """Per process, the event ids it holds but has not notified (non-empty after quiescence = a stall)."""
         ...
 
+    def owes(self, process: str, event_id: str) -> bool:
+        """Whether ``process``, as subscribed now, is owed the published ``event_id``: the layer's
+        own account of its subscription point (a joiner is owed what follows it)."""
+        ...
+
     def header_sizes(self) -> list[int]:
         """The number of ordering entries (timestamp pairs, sequence numbers) on each published event."""
         ...

@@ -91,6 +91,7 @@ class AtomsLayer:
     admitted: dict[int, dict[str, int]] = field(init=False, default_factory=dict)  # epoch -> group -> count
     published: dict[str, int] = field(init=False, default_factory=dict)  # topic -> publications so far
     epoch_of: dict[str, int] = field(init=False, default_factory=dict)  # event id -> epoch admitted in
+    topic_of: dict[str, str] = field(init=False, default_factory=dict)  # event id -> its topic
     joins: dict[tuple[str, str], JoinPoint] = field(init=False, default_factory=dict)
     _headers: list[int] = field(init=False, default_factory=list)
 
@@ -132,6 +133,7 @@ class AtomsLayer:
     def publish(self, publisher: str, event_id: str, topic: str) -> None:
         """Admit ``event_id`` into the current epoch; an event on a topic nobody holds goes nowhere."""
         self.published[topic] = self.published.get(topic, 0) + 1
+        self.topic_of[event_id] = topic
         if topic not in self.graph.membership:
             return
         counts = self.admitted[self.epoch]
@@ -194,6 +196,13 @@ class AtomsLayer:
     def joined_at(self, process: str, topic: str) -> JoinPoint | None:
         """Where ``process``'s current subscription to ``topic`` starts; None if it holds none."""
         return self.joins.get((process, topic))
+
+    def owes(self, process: str, event_id: str) -> bool:
+        """Whether ``process``, as subscribed now, is owed ``event_id``: it holds the event's topic
+        and the event was admitted in the epoch of that subscription or later."""
+        point = self.joins.get((process, self.topic_of[event_id]))
+        epoch = self.epoch_of.get(event_id)
+        return point is not None and epoch is not None and epoch >= point.epoch
 
     def atom_load(self) -> dict[AtomId, SequencerLoad]:
         """Messages each atom stamped and transited, summed over epochs."""
