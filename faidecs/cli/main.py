@@ -284,6 +284,10 @@ def build_parser() -> argparse.ArgumentParser:
     from faidecs.cli.spark import add_parser as add_spark
 
     add_spark(sub)
+
+    from faidecs.cli.ordering import add_parser as add_ordering
+
+    add_ordering(sub)
     return parser
 
 
