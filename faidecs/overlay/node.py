@@ -33,6 +33,7 @@ from faidecs.overlay.messages import Ack, Commit, Down, Holds, Message, Publish,
 from faidecs.overlay.processlog import ProcessLog
 from faidecs.overlay.replica import MergerReplica, ProtocolError
 from faidecs.overlay.roles import role_name
+from faidecs.overlay.statusfile import StatusFile
 from faidecs.overlay.subscriber import SubscriberClient
 from faidecs.overlay.transport import Transport
 
@@ -81,6 +82,7 @@ class Node:
         self.stopping = threading.Event()
         self.news: queue.SimpleQueue[Message] = queue.SimpleQueue()
         self.status_dir = status_dir
+        self.status_file = StatusFile(status_dir / f"{process}.json") if status_dir is not None else None
         keys = None if deployment.insecure else Keys.load(deployment.path(deployment.keys or ""), process)
         self.transport = Transport(process, deployment.address(process), deployment.addresses(), keys)
         timing = deployment.timing
@@ -226,12 +228,14 @@ class Node:
                 if now >= next_status:
                     next_status = now + 500
                     self.log.flush()
-                    self._write_status()
+                    if self.status_file is not None:
+                        self.status_file.put(self.status())
         finally:
             if self.client is not None and self.client.started():
                 self.log.final(self.client.final_queues())
             self.log.close()
-            self._write_status()
+            if self.status_file is not None:
+                self.status_file.close(self.status())
             for replica in self.host.replicas.values() if self.host is not None else ():
                 getattr(replica, "close", lambda: None)()  # a Raft replica's thread and sockets
             self.member.stop()
@@ -354,13 +358,6 @@ class Node:
             out["done"] = self.events is None
         return out
 
-    def _write_status(self) -> None:
-        if self.status_dir is None:
-            return
-        path = self.status_dir / f"{self.process}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.status()))
-        tmp.replace(path)  # readers never see half a file
 
 
 __all__ = ["Node", "now_ms"]
