@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from faidecs.ordering.network import Handler, Network
+
 #: the paper's shapes and what its text says they mean (section 5.1): 80% of the probability on
 #: this fraction of the topics
 PAPER_SHAPES = {"geographic": (0.901, 0.005), "spray": (0.349, 0.40)}
@@ -165,3 +167,20 @@ def percentile(values: list[float], q: float) -> float:
         return math.nan
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
+
+
+# -- service-time model ------------------------------------------------------------------------------
+
+
+def queued(network: Network, handler: Handler, service: float, busy: list[float]) -> Handler:
+    """Wrap an address's handler in a single-server FIFO queue with a fixed ``service`` time (virtual
+    seconds): a message is handled when the server has finished every message that arrived before
+    it, plus ``service``, and what the handler sends leaves then. ``busy`` ([free-at time]) is the
+    server; give several addresses the same list to make them share one CPU. The network itself has
+    no processing cost, so without this a sequencer never saturates."""
+
+    def handle(sender: str, message: object) -> None:
+        busy[0] = max(network.now, busy[0]) + service
+        network.at(busy[0], lambda: handler(sender, message))
+
+    return handle
