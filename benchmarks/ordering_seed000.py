@@ -218,7 +218,7 @@ class Deployment:
                         fwd_entries[a][b] += st.entries
         return {
             "rate": rate, "events": events, "profile": profile,
-            "p50": percentile(lat, 50), "p90": percentile(lat, 90), "p99": percentile(lat, 99), "max": max(lat),
+            "mean": sum(lat) / len(lat), "p50": percentile(lat, 50), "p90": percentile(lat, 90), "p99": percentile(lat, 99), "max": max(lat),
             # timestamps back at publishers per second over the last 2/3 of the publishing span:
             # the offered rate below saturation, the bottleneck's rate above it (the first third
             # is warm-up; latencies longer than it bias this low; the TMs off the bottleneck's
@@ -287,7 +287,7 @@ def geographic(args: argparse.Namespace) -> dict[str, Any]:
               "saturation_per_server_cpu": 1 / (svc * max(r["server_visits"]))}
         out["runs"].append(r)
         shares = " ".join(f"{x:.2f}" for x in r["share_forwarded"])
-        print(f"  {label:13} {name:10} {profile:7} {rate:6} ev/s x {events}: latency p50 {r['p50']:6.1f} p99 {r['p99']:6.1f} ms,"
+        print(f"  {label:13} {name:10} {profile:7} {rate:6} ev/s x {events}: latency mean {r['mean']:6.1f} p50 {r['p50']:6.1f} p99 {r['p99']:6.1f} ms,"
               f" {fmt(r['throughput'])} ts/s (saturation {r['saturation']:7.0f}/TM queue, {r['saturation_per_server_cpu']:6.0f}/server"
               f" queue), hops {r['hops']:5.1f} ({r['cross_hops']:.2f} cross), forwarded share {shares} [{r['wall']:.1f}s]")
         # A13: server 1 forwards nothing; server s only to servers < s (chains climb)
@@ -338,10 +338,10 @@ def markdown(result: dict[str, Any]) -> str:
                   f" TM service time: measured {g['service'] * 1e6:.1f} us; paper-implied {g['service_implied_by_paper'] * 1e6:.1f} us.", "",
               "| service | pattern | routing | rate (ev/s) | events | p50 | p90 | p99 | max | ts/s | saturation, queue per TM |"
               " per server | hops | cross-server hops | forwarded share, servers 1-5 | forwarded entries per ts, servers 1-5 |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in g["runs"]:
         routing_name = "line" if r["profile"] == "fixed" else "paper"
-        lines.append(f"| {r['service_label']} | {r['pattern']} | {routing_name} | {r['rate']} | {r['events']} | {r['p50']:.0f} |"
+        lines.append(f"| {r['service_label']} | {r['pattern']} | {routing_name} | {r['rate']} | {r['events']} | {r['mean']:.0f} | {r['p50']:.0f} |"
                      f" {r['p90']:.0f} | {r['p99']:.0f} | {r['max']:.0f} | {fmt(r['throughput'])} | {r['saturation']:.0f} |"
                      f" {r['saturation_per_server_cpu']:.0f} | {r['hops']:.1f} | {r['cross_hops']:.2f} | "
                      + " / ".join(f"{x:.2f}" for x in r["share_forwarded"]) + " | "
