@@ -3,7 +3,8 @@
 Two kinds of link, as both papers assume: protocol links between ordering entities (and between
 clients and them) are FIFO, and the event notification service (ENS) that carries events to
 subscribers is not (events take different paths). Delays are drawn from one seeded
-``random.Random``; a link's delay can be fixed (the papers' counterexamples need slow links).
+``random.Random``; a link's delay can be fixed (the papers' counterexamples need slow links), or
+drawn by a ``delay`` function of the link (geographic deployments: short and long links by site).
 Everything happens in virtual time, so a run is reproduced exactly from its seed.
 """
 
@@ -35,6 +36,9 @@ class Network:
     now: float = 0.0
     #: (src, dst) -> fixed delay for that link
     override: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: optional (src, dst, rng) -> delay for links without an override, in place of the
+    #: exponential draw; None keeps the exponential delays
+    delay: Callable[[str, str, random.Random], float] | None = None
     handlers: dict[str, Handler] = field(default_factory=dict)
     sent: dict[tuple[str, str], LinkStats] = field(default_factory=dict)
     _queue: list[tuple[float, int, Callable[[], None]]] = field(default_factory=list)
@@ -51,6 +55,8 @@ class Network:
 
     def _delay(self, src: str, dst: str, mean: float) -> float:
         fixed = self.override.get((src, dst))
+        if fixed is None and self.delay is not None:
+            return self.delay(src, dst, self.rng)
         return fixed if fixed is not None else self.rng.expovariate(1.0 / mean) if mean > 0 else 0.0
 
     def send(self, src: str, dst: str, message: Any, *, entries: int = 0) -> None:
