@@ -47,7 +47,9 @@ MAX_COUNT: Final = 2**63 - 1
 #: Most entries in a timestamp, a set of topics or a list of stamps.
 MAX_ENTRIES: Final = 100_000
 
-OrderingMessage = CreatePubTs | FillIn | EventTs | CompletedSubVc | UpdateSub | Notification | Dummy | Sequenced | Switch
+OrderingMessage = (
+    CreatePubTs | FillIn | EventTs | CompletedSubVc | UpdateSub | Notification | Dummy | Sequenced | Switch
+)
 
 
 class OrderingWireError(FaidecsError):
@@ -322,10 +324,12 @@ class OrderingCodec:
     def decode(self, data: bytes) -> Envelope:
         """The envelope ``data`` holds, checked; :class:`OrderingWireError` saying what and where otherwise."""
         try:
-            items = msgpack.unpackb(data, raw=False, strict_map_key=True, max_bin_len=0, max_ext_len=0, ext_hook=_no_ext)
+            items = msgpack.unpackb(
+                data, raw=False, strict_map_key=True, max_bin_len=0, max_ext_len=0, ext_hook=_no_ext
+            )
         except msgpack.ExtraData as exc:
             raise OrderingWireError(f"{len(exc.extra)} trailing byte(s) after the message") from None
-        except Exception as exc:  # msgpack raises several kinds
+        except Exception as exc:  # noqa: BLE001 (msgpack raises several kinds)
             raise OrderingWireError(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
         if type(items) is not list or len(items) < 4:
             raise OrderingWireError(f"expected [version, kind, src, dst, fields...], got {_what(items)} {_show(items)}")
@@ -342,8 +346,10 @@ class OrderingCodec:
             message = decoder(self, _Fields(items[4:], names))
         except _Bad as bad:
             raise OrderingWireError(f"{cls.__name__}{'.' + bad.where() if bad.path else ''}: {bad.reason}") from None
-        except Exception as exc:  # a bug here must cost one message, not the receiving process
-            raise OrderingWireError(f"{cls.__name__}: internal error while decoding ({type(exc).__name__}: {exc})") from exc
+        except Exception as exc:  # noqa: BLE001 (a bug here must cost one message, not the receiving process
+            raise OrderingWireError(
+                f"{cls.__name__}: internal error while decoding ({type(exc).__name__}: {exc})"
+            ) from exc
         return Envelope(src, dst, message)
 
     def refuse(self, sender: str, envelope: Envelope) -> tuple[str, str] | None:
@@ -365,7 +371,12 @@ def _pairs(ts: Mapping[str, Any]) -> list[list[Any]]:
 Record = tuple[int, tuple[str, ...], Callable[[Any], list[Any]], Callable[[OrderingCodec, _Fields], Any]]
 
 _RECORDS: dict[type, Record] = {
-    CreatePubTs: (1, ("event_id", "publisher", "topic"), lambda m: [m.event_id, m.publisher, m.topic], OrderingCodec._create),
+    CreatePubTs: (
+        1,
+        ("event_id", "publisher", "topic"),
+        lambda m: [m.event_id, m.publisher, m.topic],
+        OrderingCodec._create,
+    ),
     FillIn: (
         2,
         ("kind", "ts", "origin", "ident", "subscription"),
@@ -374,8 +385,18 @@ _RECORDS: dict[type, Record] = {
     ),
     EventTs: (3, ("event_id", "ts"), lambda m: [m.event_id, _pairs(m.ts)], OrderingCodec._event_ts),
     CompletedSubVc: (4, ("sub_id", "ts"), lambda m: [m.sub_id, _pairs(m.ts)], OrderingCodec._completed),
-    UpdateSub: (5, ("subscriber", "subscription"), lambda m: [m.subscriber, sorted(m.subscription)], OrderingCodec._update_sub),
-    Notification: (6, ("event_id", "topic", "ts"), lambda m: [m.event_id, m.topic, _pairs(m.ts)], OrderingCodec._notification),
+    UpdateSub: (
+        5,
+        ("subscriber", "subscription"),
+        lambda m: [m.subscriber, sorted(m.subscription)],
+        OrderingCodec._update_sub,
+    ),
+    Notification: (
+        6,
+        ("event_id", "topic", "ts"),
+        lambda m: [m.event_id, m.topic, _pairs(m.ts)],
+        OrderingCodec._notification,
+    ),
     Dummy: (7, ("sub_id", "topic", "ts"), lambda m: [m.sub_id, m.topic, _pairs(m.ts)], OrderingCodec._dummy),
     Sequenced: (
         16,
@@ -398,8 +419,8 @@ _RECORDS: dict[type, Record] = {
 #: message class -> its kind's code on the wire
 CODES: Final = {cls: r[0] for cls, r in _RECORDS.items()}
 _BY_CLASS = _RECORDS
-_BY_CODE: dict[int, tuple[type, tuple[str, ...], Callable[[Any], list[Any]], Callable[[OrderingCodec, _Fields], Any]]] = {
-    r[0]: (cls, r[1], r[2], r[3]) for cls, r in _RECORDS.items()
-}
+_BY_CODE: dict[
+    int, tuple[type, tuple[str, ...], Callable[[Any], list[Any]], Callable[[OrderingCodec, _Fields], Any]]
+] = {r[0]: (cls, r[1], r[2], r[3]) for cls, r in _RECORDS.items()}
 
 __all__ = ["CODES", "VERSION", "Envelope", "OrderingCodec", "OrderingMessage", "OrderingWireError"]

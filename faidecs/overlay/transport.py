@@ -25,6 +25,7 @@ from typing import Any, Mapping, Protocol
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
+from faidecs.overlay import wire
 from faidecs.overlay.certificates import Keys
 from faidecs.overlay.messages import (
     Ack,
@@ -41,7 +42,6 @@ from faidecs.overlay.messages import (
     Publish,
     Up,
 )
-from faidecs.overlay import wire
 from faidecs.overlay.wire import WireError
 
 LOG = logging.getLogger("faidecs.overlay.transport")
