@@ -329,7 +329,7 @@ class OrderingCodec:
             )
         except msgpack.ExtraData as exc:
             raise OrderingWireError(f"{len(exc.extra)} trailing byte(s) after the message") from None
-        except Exception as exc:  # noqa: BLE001 (msgpack raises several kinds)
+        except Exception as exc:  # msgpack raises several kinds
             raise OrderingWireError(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
         if type(items) is not list or len(items) < 4:
             raise OrderingWireError(f"expected [version, kind, src, dst, fields...], got {_what(items)} {_show(items)}")
