@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
+from faidecs.overlay import wire
 from faidecs.overlay.certificates import Keys
 from faidecs.overlay.messages import (
     Ack,
@@ -41,7 +42,7 @@ from faidecs.overlay.messages import (
     Publish,
     Up,
 )
-from faidecs.overlay.wire import WireError, decode, encode
+from faidecs.overlay.wire import WireError
 
 LOG = logging.getLogger("faidecs.overlay.transport")
 #: Larger messages are refused by ZeroMQ before they are read (a join's snapshots are the largest).
@@ -94,6 +95,49 @@ def claimed_sender(msg: Message) -> str | None:
     return None
 
 
+class Codec(Protocol):
+    """How a transport turns messages into bytes and back, and which decoded messages it refuses.
+
+    ``decode`` is the gate for a peer's bytes: it raises ``error`` for anything malformed;
+    ``refuse`` says why the authenticated ``sender`` may not send ``msg``, as (kind, reason)."""
+
+    @property
+    def error(self) -> type[Exception]: ...
+
+    def encode(self, msg: Any) -> bytes: ...
+
+    def decode(self, data: bytes) -> Any: ...
+
+    def refuse(self, sender: str, msg: Any) -> tuple[str, str] | None: ...
+
+
+class OverlayCodec:
+    """The overlay's messages (:mod:`faidecs.overlay.wire`): only the coordination service sends
+    LeaderChange, Down and Up, and no message may claim another sender than its connection's."""
+
+    error = WireError
+
+    @staticmethod
+    def encode(msg: Message) -> bytes:
+        return wire.encode(msg)
+
+    @staticmethod
+    def decode(data: bytes) -> Message:
+        return wire.decode(data)
+
+    @staticmethod
+    def refuse(sender: str, msg: Message) -> tuple[str, str] | None:
+        if isinstance(msg, (LeaderChange, Down, Up)):
+            return "coordination", f"from {sender}: {type(msg).__name__} comes only from the coordination service"
+        claimed = claimed_sender(msg)
+        if claimed is not None and claimed != sender:
+            return "impersonation", f"{type(msg).__name__} from {sender} claims to come from {claimed}"
+        return None
+
+
+OVERLAY_CODEC = OverlayCodec()
+
+
 class Transport:
     """One process's links: ``send`` to a peer by name, ``receive`` what arrived."""
 
@@ -105,8 +149,10 @@ class Transport:
         keys: Keys | None,
         *,
         context: zmq.Context[Any] | None = None,
+        codec: Codec = OVERLAY_CODEC,
     ):
         self.process = process
+        self.codec = codec
         self.addresses = dict(addresses)
         self.keys = keys
         self.own_context = context is None
@@ -141,15 +187,15 @@ class Transport:
         """The bound address (with the port the system chose for ``tcp://host:*``)."""
         return str(self.inbox.getsockopt_string(zmq.LAST_ENDPOINT))
 
-    def send(self, dst: str, msg: Message) -> None:
+    def send(self, dst: str, msg: Any) -> None:  # a message of the codec's
         sock = self.outs.get(dst)
         if sock is None:
             sock = self.outs[dst] = self._connect(dst)
         # No high-water mark on the link: a slow peer's queue grows rather than messages being
         # dropped, which the protocol would not notice; a peer that is down is forgotten instead.
-        self._put(sock, dst, encode(msg), 1)
+        self._put(sock, dst, self.codec.encode(msg), 1)
 
-    def send_many(self, dst: str, msgs: list[Message]) -> None:
+    def send_many(self, dst: str, msgs: list[Any]) -> None:
         """Send messages to one peer in one frame, in order."""
         if not msgs:
             return
@@ -161,7 +207,7 @@ class Transport:
             sock = self.outs[dst] = self._connect(dst)
         parts = [MANY]
         for msg in msgs:
-            data = encode(msg)
+            data = self.codec.encode(msg)
             parts += (len(data).to_bytes(4, "big"), data)
         self._put(sock, dst, b"".join(parts), len(msgs))
 
@@ -201,10 +247,10 @@ class Transport:
         if sock is not None:
             sock.close(linger=0)
 
-    def receive(self, timeout_ms: int) -> list[tuple[str, Message]]:
+    def receive(self, timeout_ms: int) -> list[tuple[str, Any]]:
         """Messages that arrived within ``timeout_ms`` (at most :data:`MAX_BATCH`), each with the
         process it comes from; rejected ones are logged and counted in :attr:`rejected`."""
-        out: list[tuple[str, Message]] = []
+        out: list[tuple[str, Any]] = []
         if not self.inbox.poll(timeout_ms):
             return out
         while len(out) < MAX_BATCH:
@@ -215,7 +261,7 @@ class Transport:
             out += self._accept(frames)
         return out
 
-    def _accept(self, frames: list[Any]) -> list[tuple[str, Message]]:
+    def _accept(self, frames: list[Any]) -> list[tuple[str, Any]]:
         if len(frames) != 2:
             self._reject("frames", f"{len(frames)} frames, expected 2")
             return []
@@ -244,20 +290,18 @@ class Transport:
             at += 4 + size
         return out
 
-    def _message(self, sender: str, data: bytes) -> tuple[str, Message] | None:
+    def _message(self, sender: str, data: bytes) -> tuple[str, Any] | None:
         try:
-            msg = decode(data)
-        except WireError as exc:
+            msg = self.codec.decode(data)
+        except self.codec.error as exc:
             return self._reject("malformed", f"from {sender}: {exc}")
-        if isinstance(msg, (LeaderChange, Down, Up)):
-            return self._reject("coordination", f"from {sender}: {type(msg).__name__} comes only from the coordination service")
-        claimed = claimed_sender(msg)
-        if claimed is not None and claimed != sender:
-            return self._reject("impersonation", f"{type(msg).__name__} from {sender} claims to come from {claimed}")
+        refused = self.codec.refuse(sender, msg)
+        if refused is not None:
+            return self._reject(*refused)
         self.received += 1
         return sender, msg
 
-    def _reject(self, kind: str, why: str) -> tuple[str, Message] | None:
+    def _reject(self, kind: str, why: str) -> tuple[str, Any] | None:
         self.rejected[kind] += 1
         LOG.warning("%s rejected a message: %s", self.process, why)
         return None
@@ -273,4 +317,4 @@ class Transport:
             self.context.term()
 
 
-__all__ = ["MAX_MESSAGE", "Transport", "claimed_sender"]
+__all__ = ["MAX_MESSAGE", "OVERLAY_CODEC", "Codec", "OverlayCodec", "Transport", "claimed_sender"]

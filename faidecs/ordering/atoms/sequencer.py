@@ -8,7 +8,7 @@ the message to the notification service, which is not FIFO.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 
 from faidecs.ordering.atoms.graph import SequencingGraph
@@ -74,8 +74,11 @@ class Sequencer:
             self.network.ens(self.address, receiver_address(process), message, entries=message.entries())
 
 
-def install(network: Network, graph: SequencingGraph, epoch: int) -> dict[str, Sequencer]:
-    """Create and register the sequencers of ``graph`` for ``epoch``; returns them by address."""
+def install(
+    network: Network, graph: SequencingGraph, epoch: int, *, hosted: Container[str] | None = None
+) -> dict[str, Sequencer]:
+    """Create and register the sequencers of ``graph`` for ``epoch``; returns them by address.
+    With ``hosted``, only those whose address it holds (the atoms of one process)."""
     nodes: dict[str, Sequencer] = {}
 
     def node(address: str, atom: AtomId | None) -> Sequencer:
@@ -86,9 +89,13 @@ def install(network: Network, graph: SequencingGraph, epoch: int) -> dict[str, S
 
     for group, path in graph.paths.items():
         if not path:
-            node(ingress_address(epoch, group), None).routes[group] = Route(False, True, None)
+            address = ingress_address(epoch, group)
+            if hosted is None or address in hosted:
+                node(address, None).routes[group] = Route(False, True, None)
             continue
         for i, atom in enumerate(path):
-            nxt = atom_address(epoch, path[i + 1]) if i + 1 < len(path) else None
-            node(atom_address(epoch, atom), atom).routes[group] = Route(group in atom, i == 0, nxt)
+            address = atom_address(epoch, atom)
+            if hosted is None or address in hosted:
+                nxt = atom_address(epoch, path[i + 1]) if i + 1 < len(path) else None
+                node(address, atom).routes[group] = Route(group in atom, i == 0, nxt)
     return nodes
