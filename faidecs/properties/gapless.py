@@ -8,8 +8,10 @@ are sets of types here; attribute filters play no part in which events a layer h
 
 - **Gapless FIFO Delivery (GFD, Def. 1):** per publisher, the history holds every matching event
   of that publisher from its starting-cut event to its ending-cut event (bounds inclusive), in
-  publication order, none before the process subscribed (its ``joined`` time; time 0 for
-  processes present from the start).
+  publication order, and nothing is handed before the process subscribed (its ``joined``
+  time). Def. 1 puts no constraint on the cuts: an event published shortly before the
+  subscription may be handed (a pivot's proxy marker comes after events still in flight
+  towards it).
 - **Gapless Causal Delivery (GCD, Def. 2):** GFD, and for publishers j ≠ k, a matching event of k
   that causally follows an event of j in the history and precedes (or is) k's ending-cut event is
   in the history; and the history is in causal order.
@@ -64,7 +66,7 @@ def _topics(view: RunView, process: str) -> frozenset[str]:
 
 def gapless_fifo_delivery(view: RunView) -> list[Violation]:
     """Per process and publisher: no gap between the starting- and ending-cut events, FIFO order,
-    nothing published before the subscription."""
+    nothing handed before the subscription."""
     if not view.log.notified:
         return []
     by_publisher: dict[str, list[tuple[int, str]]] = defaultdict(list)  # publisher -> (seq, id)
@@ -76,8 +78,8 @@ def gapless_fifo_delivery(view: RunView) -> list[Violation]:
         mine: dict[str, list[tuple[int, int, str]]] = defaultdict(list)  # publisher -> (seq, time, id)
         for time, event_id in history:
             published = view.published[event_id]
-            if process in view.log.joined and published.time <= since:
-                why = f"{process} was handed {event_id}, published before it subscribed"
+            if process in view.log.joined and time <= since:
+                why = f"{process} was handed {event_id} before it subscribed"
                 return [Violation(why, (event_id,), (process,), (time,))]
             mine[published.publisher].append((published.seq, time, event_id))
         for publisher, got in sorted(mine.items()):

@@ -69,7 +69,8 @@ class Broker:
     behind: dict[str, set[str]]  # neighbour -> publishers reachable through it
     routes: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)  # link -> subscriber -> types
     toward: dict[str, str] = field(default_factory=dict)  # subscriber -> link it is reached over
-    stable: set[tuple[str, str]] = field(default_factory=set)  # (publisher, subscriber): stable-paths
+    #: stable-paths: (publisher, subscriber) -> the publisher's first seq after the marker that made it stable
+    stable: dict[tuple[str, str], int] = field(default_factory=dict)
     marker_sent: set[tuple[str, str]] = field(default_factory=set)
     last_seq: dict[str, int] = field(default_factory=dict)  # publisher -> last seq handled here
 
@@ -146,7 +147,7 @@ class LocapsLayer:
                 for k, b in enumerate(path):
                     link = path[k + 1] if k + 1 < len(path) else LOCAL
                     self._route(self.brokers[b], s, types, link)
-                    self.brokers[b].stable.add((p, s))
+                    self.brokers[b].stable[(p, s)] = 0
                 self.marked_at[(p, s)] = 0
 
     def publish(self, publisher: str, event_id: str, topic: str) -> None:
@@ -222,25 +223,26 @@ class LocapsLayer:
         for p in sorted(broker.publishers):  # Alg. 1: the publisher's broker inserts the marker
             self._insert(broker, p, sub.subscriber, sub.types)
         if self.proxy:  # Alg. 2, single prefix: proxy for publishers whose covering subscription is stable here
-            for p, s in sorted(broker.stable):
+            for (p, s), since in sorted(broker.stable.items()):
                 upstream = p in broker.publishers or any(p in broker.behind[n] for n in broker.neighbours if n != src)
                 if upstream and s != sub.subscriber and self.types[s] >= sub.types:
-                    if self._insert(broker, p, sub.subscriber, sub.types):
+                    if self._insert(broker, p, sub.subscriber, sub.types, since):
                         self.stats.proxy_markers += 1
 
-    def _insert(self, broker: Broker, publisher: str, subscriber: str, types: frozenset[str]) -> bool:
-        """Insert ``MARKER(publisher, subscriber)`` into the publisher's stream here (once per broker)."""
+    def _insert(self, broker: Broker, publisher: str, subscriber: str, types: frozenset[str], since: int = 0) -> bool:
+        """Insert ``MARKER(publisher, subscriber)`` into the publisher's stream here (once per broker);
+        ``since``: a proxy's covering subscription is stable here from that seq of the publisher on."""
         if (publisher, subscriber) in broker.marker_sent:
             return False
         broker.marker_sent.add((publisher, subscriber))
         self.stats.markers += 1
-        position = broker.last_seq.get(publisher, -1) + 1
+        position = max(broker.last_seq.get(publisher, -1) + 1, since)
         self._marker(broker, Marker(publisher, subscriber, types, broker.name, position), None)
         return True
 
     def _marker(self, broker: Broker, marker: Marker, src: str | None) -> None:
         p, s = marker.publisher, marker.subscriber
-        broker.stable.add((p, s))
+        broker.stable.setdefault((p, s), marker.position)
         link = broker.toward[s]
         if link != LOCAL:
             self._send(broker, link, marker)
