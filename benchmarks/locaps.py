@@ -40,14 +40,15 @@ def run_join(depth: int, publisher_at: str, covered: bool, *, gap: float = 5.0, 
     graph = binary_tree(depth)
     leaf = _leaf(depth)
     attach = {"pub": publisher_at, "new": leaf, "old": _leaf(depth, 1)}  # old: the sibling leaf
-    horizon = 4 * depth * HOP + 200
+    join = depth * HOP + 100  # after the stream has filled the tree
+    horizon = join + 2 * depth * HOP + 200
     events = tuple(Publication(t * gap, "pub", {"id": f"e{t}", "type": "A", "attrs": {"x": 0}}) for t in range(int(horizon / gap)))
     workload = Workload(
         "type A(x: int)\ntype B(x: int)\n",
         {"new": "subscription new: A", "old": "subscription old: A and B" if covered else "subscription old: B"},
         frozenset({"old"}),
         events,
-        ((100.0, "new"),),
+        ((join, "new"),),
     )
     layer = LocapsLayer(graph, attach, link_delay=HOP, publishers=frozenset({"pub"}), proxy=proxy)
     run_layer(layer, workload, seed=1)
