@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from faidecs.properties.agreement import conjunction_agreement, covering_agreement
+from faidecs.properties.gapless import gapless_causal_delivery, gapless_fifo_delivery
 from faidecs.properties.liveness import conjunction_validity, event_validity
 from faidecs.properties.notification import notification_integrity, notification_validity, total_notification_order
 from faidecs.properties.order import (
@@ -30,7 +31,8 @@ Check = Callable[[RunView], list[Violation]]
 
 #: Every property, in the order tools print them (the semantics file's names, plus Type Local
 #: Order, which with Type FIFO Order makes Type Causal Order, plus the notification properties
-#: of the ordering layers, which hold vacuously in logs without ``notify`` records).
+#: of the ordering layers and LoCaPS's gapless deliveries (seed 003), which hold vacuously in
+#: logs without ``notify`` records).
 CHECKS: dict[str, Check] = {
     "No Duplication": no_duplication,
     "No Duplication'": no_duplication_prime,
@@ -49,6 +51,8 @@ CHECKS: dict[str, Check] = {
     "Total Notification Order": total_notification_order,
     "Notification Integrity": notification_integrity,
     "Notification Validity": notification_validity,
+    "Gapless FIFO Delivery": gapless_fifo_delivery,
+    "Gapless Causal Delivery": gapless_causal_delivery,
 }
 
 
