@@ -83,7 +83,7 @@ class MultistageLayer:
         held: dict[str, list[str]] = {}
         for name, client in sorted(self.clients.items()):
             sub = client.subscriber
-            ids = [e.event_id for e in sub.events]
+            ids = list(sub.events)
             ids += [m.event_id for ms in sub.prebuffer.values() for m in ms if isinstance(m, Notification)]
             if ids:
                 held[name] = ids

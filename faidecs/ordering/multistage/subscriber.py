@@ -55,7 +55,11 @@ class Subscriber:
     lc: dict[str, int] = field(default_factory=dict)
     #: topic -> its value in the subscription timestamp: events with a larger value are owed
     joined: dict[str, int] = field(default_factory=dict)
-    events: list[Notification] = field(default_factory=list)  # to_deliver
+    events: dict[str, Notification] = field(default_factory=dict)  # to_deliver, by event id
+    #: fixed profile: (topic, ts[topic]) -> held event id. Only the event with ts[T] = lc[T] + 1 can
+    #: be next on T, so a lookup per topic replaces a scan of everything held, which made a backlog
+    #: of n events cost O(n^2).
+    by_entry: dict[tuple[str, int], str] = field(default_factory=dict)
     dummies: list[Dummy] = field(default_factory=list)
     applied: set[str] = field(default_factory=set)  # dummy ids applied or found stale (fixed)
     #: topics being subscribed -> what the service delivered on them before the timestamp came back
@@ -108,7 +112,8 @@ class Subscriber:
         for topic in gone:
             self.lc.pop(topic, None)
             self.joined.pop(topic, None)
-        self.events = [e for e in self.events if e.topic not in gone]
+        for event in [e for e in self.events.values() if e.topic in gone]:
+            self._drop(event)
         remaining = frozenset(self.subs)
         for topic in sorted(remaining):
             self.network.send(self.name, tm_address(topic), UpdateSub(self.name, remaining))
@@ -139,7 +144,11 @@ class Subscriber:
 
     def _hold(self, message: Notification | Dummy) -> None:
         if isinstance(message, Notification):
-            self.events.append(message)
+            if self.config.profile == "fixed" and message.topic in self.lc and message.ts[message.topic] <= self.lc[message.topic]:
+                return  # predates the subscription point (E5): what _settle would drop
+            self.events[message.event_id] = message
+            if self.config.profile == "fixed":
+                self.by_entry[(message.topic, message.ts[message.topic])] = message.event_id
         elif self.config.profile == "literal" or message.sub_id not in self.applied:
             self.dummies.append(message)  # the literal rules have no dedupe (E4)
 
@@ -154,13 +163,16 @@ class Subscriber:
                 own, self.own = self.own, None
                 self._install(own)
                 progress = True
-            for event in list(self.events):
-                verdict = self._event_verdict(event)
-                if verdict != "wait":
-                    self.events.remove(event)
-                if verdict == "ready":
-                    self._deliver(event)
-                    progress = True
+            if self.config.profile == "fixed":
+                progress |= self._settle_indexed()
+            else:
+                for event in list(self.events.values()):
+                    verdict = self._event_verdict(event)
+                    if verdict != "wait":
+                        self._drop(event)
+                    if verdict == "ready":
+                        self._deliver(event)
+                        progress = True
             for dummy in list(self.dummies):
                 verdict = self._dummy_verdict(dummy)
                 if verdict != "wait":
@@ -171,6 +183,38 @@ class Subscriber:
                     progress = True
                 elif verdict == "stale":
                     self.applied.add(dummy.sub_id)
+
+    def _settle_indexed(self) -> bool:
+        """Fixed profile: deliver, topic by topic, the one held event that can be next on it."""
+        progress = again = False
+        while True:
+            again = False
+            for topic in sorted(self.subs):
+                event_id = self.by_entry.get((topic, self.lc[topic] + 1))
+                if event_id is None:
+                    continue
+                event = self.events[event_id]
+                if self._event_verdict(event) == "ready":
+                    self._drop(event)
+                    self._deliver(event)
+                    progress = again = True
+            if not again:
+                return progress
+
+    def _drop(self, event: Notification) -> None:
+        del self.events[event.event_id]
+        key = (event.topic, event.ts[event.topic])
+        if self.by_entry.get(key) == event.event_id:
+            del self.by_entry[key]
+
+    def _set_clock(self, topic: str, value: int) -> None:
+        old = self.lc.get(topic, value)
+        self.lc[topic] = value
+        # Held events of this topic at or below the new clock are now stale (E5): drop them.
+        for stale in range(old + 1, value + 1):
+            event_id = self.by_entry.get((topic, stale))
+            if event_id is not None:
+                self._drop(self.events[event_id])
 
     def _event_verdict(self, event: Notification) -> Verdict:
         ts, topic, lc = event.ts, event.topic, self.lc
@@ -210,14 +254,14 @@ class Subscriber:
 
     def _advance(self, ts: Timestamp) -> None:
         for t, v in ts.items():
-            if t in self.subs:
-                self.lc[t] = max(self.lc[t], v)
+            if t in self.subs and v > self.lc[t]:
+                self._set_clock(t, v)
 
     def _install(self, completed: CompletedSubVc) -> None:
         """The subscription takes effect: clocks, new topics, dummies, then what was pre-buffered."""
         ts = completed.ts
         for t, v in ts.items():
-            self.lc[t] = v
+            self._set_clock(t, v)
         self.applied.add(completed.sub_id)
         held = {t: self.prebuffer.pop(t) for t in list(self.prebuffer)}
         for topic in held:
