@@ -32,15 +32,24 @@ def _judge(seed: int) -> tuple[list[str], Counter[str]]:
     scenario = random_marker_deployment(random.Random(f"marker:{seed}"), combination, staged=staged)
     simulation = Simulation(scenario, SimConfig(seed=seed, matcher="reference"))
     result = simulation.run()
-    where = f"seed {seed} ({combination}{', staged' if staged else ''}; faults: {[f.describe() for f in scenario.faults]})"
+    where = (
+        f"seed {seed} ({combination}{', staged' if staged else ''}; faults: {[f.describe() for f in scenario.faults]})"
+    )
     problems = [f"{where}: {g.describe()}" for g in result.gaps]
-    problems += [f"{where}: {p} violated" for p in check(result.log, kept_properties(simulation.subscriptions.values())).violated()]
+    problems += [
+        f"{where}: {p} violated"
+        for p in check(result.log, kept_properties(simulation.subscriptions.values())).violated()
+    ]
     counts: Counter[str] = Counter()
     for name, client in result.clients.items():
         got = [(d.conjunction, d.relation) for d in result.log.delivered if d.process == name]
         if client.joined_from is not None:
             time = result.log.joined[name][0]
-            want = [(d.conjunction, d.relation) for d in result.log.delivered if d.process == client.joined_from and d.time > time]
+            want = [
+                (d.conjunction, d.relation)
+                for d in result.log.delivered
+                if d.process == client.joined_from and d.time > time
+            ]
         else:
             want = expected_deliveries(result, name)
         if name in result.log.left:
