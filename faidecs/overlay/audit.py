@@ -47,7 +47,8 @@ def committed_for(result: "SimResult", process: str, s: Stream) -> list[tuple[in
         if d.kind != "event" or d.position <= s.start:
             continue
         event = result.event_at(role, d)
-        f = replica.filter_at(s.key, d.position)
+        # A stream started at a marker is served with its own filter (covered from the marker on).
+        f = s.filter if s.how == "marker" else replica.filter_at(s.key, d.position)
         if event is None:
             raise AssertionError(f"{role_name(role)} position {d.position}: committed event unknown at the roots")
         if f is not None and f.passes(event):

@@ -8,6 +8,7 @@ that heals). At most one server crashes for good, so every role keeps a majority
 from __future__ import annotations
 
 import random
+import re
 
 from faidecs.lab.generator import scenario as lab_scenario
 from faidecs.lab.scenario import TYPES_SOURCE
@@ -53,6 +54,34 @@ def random_deployment(
     return Scenario(TYPES_SOURCE, subscribers, publications, joiners, schedule, servers, reactions, leavers)
 
 
+def random_marker_deployment(
+    rng: random.Random, combination: str | None = None, *, faults: bool = True, staged: bool = False
+) -> Scenario:
+    """:func:`random_deployment` plus one or two joiners at a marker (LoCaPS), drawn after it from
+    the same ``rng``: a copy of a subscriber's subscription (covered wherever that subscriber's
+    streams are), the copy with one more unary predicate (covered only if the syntactic check sees
+    it), or two slots of two types (often not covered: the join registers and climbs)."""
+    scenario = random_deployment(rng, combination, faults=faults, staged=staged)
+    window = max((t for t, _, _ in scenario.publications), default=1)
+    names = sorted(scenario.subscribers)
+    for k in range(rng.randint(1, 2)):
+        process = f"mjoiner{k + 1}"
+        model = scenario.subscribers[rng.choice(names)]
+        head, body = model.split(":", 1)
+        head = re.sub(r"^subscription \w+", f"subscription {process}", head)
+        shape = rng.random()
+        if shape < 0.5:
+            source = f"{head}:{body}"
+        elif shape < 0.75:
+            slot = re.findall(r"T\d\[\d\]", body)[-1]  # the last conjunction's last slot
+            source = f"{head}:{body} and {slot}.a > {rng.randrange(VALUES)}"
+        else:
+            first, second = sorted(rng.sample(("T1", "T2", "T3", "T4"), 2))
+            source = f"{head}: {first}[0] and {second}[0]"
+        scenario.joiners.append(Joiner(process, source, rng.randint(0, window), mode="marker"))
+    return scenario
+
+
 def _types(atom: str) -> list[str]:
     return [t for t in ("T1", "T2", "T3", "T4") if t in atom]
 
@@ -78,4 +107,4 @@ def random_faults(
     return out
 
 
-__all__ = ["COMBINATIONS", "random_deployment", "random_faults"]
+__all__ = ["COMBINATIONS", "random_deployment", "random_faults", "random_marker_deployment"]

@@ -85,6 +85,36 @@ class Forward:
 
 
 @dataclass(frozen=True, slots=True)
+class MarkerRequest:
+    """A LoCaPS-style join: subscriber ``process`` (consumer ``consumer``) asks one replica for
+    the committed stream, restricted to ``filter``. With ``after`` None the replica places a
+    *marker* at its commit index if its committed stream covers ``filter`` there (and, with
+    ``heartbeats``, already serves a subscriber, so that its leader logs heartbeats); the stream
+    then starts after the marker. With ``after`` given the link resumes after ``after`` (failover
+    of a stream that started at a marker). Nothing is logged: no decision, no majority round."""
+
+    role: Role
+    consumer: str
+    process: str
+    filter: Filter
+    heartbeats: bool = False
+    after: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerReply:
+    """The answer to a :class:`MarkerRequest` without ``after``: with ``ok`` the stream starts
+    after committed position ``position`` (timestamp ``ts``); otherwise this replica does not
+    cover the filter and the subscriber registers (a leader that refuses registers it at once)."""
+
+    role: Role
+    consumer: str
+    position: int
+    ts: int
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Ack:
     """``consumer`` at ``process`` has what ``role`` forwarded up to ``position``: replicas may
     drop what every consumer has acknowledged. Sent to every replica of the role."""
@@ -221,6 +251,8 @@ Message = Union[
     Up,
     JoinRequest,
     JoinState,
+    MarkerRequest,
+    MarkerReply,
 ]
 
 #: A message to send: (destination process, message).
@@ -242,6 +274,8 @@ __all__ = [
     "JoinRequest",
     "JoinState",
     "LeaderChange",
+    "MarkerReply",
+    "MarkerRequest",
     "Message",
     "NewLog",
     "Publish",

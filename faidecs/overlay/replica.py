@@ -21,6 +21,11 @@ Protocol (docs/overlay.md has the pictures):
   decision (a *mark*), so every replica filters each consumer's stream from the same positions.
   A conjunction merger widens what its parents send it first, and logs the consumer's mark only
   after its parents' marks for it (*upmarks*) are in its own log.
+- A subscriber may instead join at a *marker* (LoCaPS, docs/overlay-locaps-join.md): any replica
+  whose committed stream covers the subscriber's filter at its commit index ``c`` (a root always
+  does; a conjunction merger when its committed upmarks cover the filter on both sides) serves it
+  from ``c`` on with the subscriber's own filter on that link. Nothing is decided: the marker is
+  a position of the committed stream, the same at every replica.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from faidecs.overlay.messages import (
     Forward,
     Holds,
     LeaderChange,
+    MarkerReply,
+    MarkerRequest,
     Message,
     NewLog,
     Publish,
@@ -70,6 +77,8 @@ class _Link:
     process: str
     sent: int  # last position examined for this link
     sent_at: int = 0  # when it last got something: a filtered-out stretch still shows time passing
+    filter: Filter | None = None  # a link started at a marker: its own filter, not the key's marks
+    marker: int | None = None  # where that stream started
 
 
 class MergerReplica:
@@ -186,6 +195,8 @@ class MergerReplica:
             self.links[(msg.consumer, msg.process)] = _Link(msg.consumer, msg.process, msg.after)
             self.acks[(msg.consumer, msg.process)] = max(self.acks.get((msg.consumer, msg.process), -1), msg.after)
             return self._forward(now)
+        if isinstance(msg, MarkerRequest):
+            return self._on_marker_request(msg, now)
         if isinstance(msg, Disconnect):
             # Sent to every replica: a consumer that left must not hold back dropping payloads.
             self.links.pop((msg.consumer, msg.process), None)
@@ -371,6 +382,68 @@ class MergerReplica:
                 out += self._decide("mark", now, consumer=consumer, request=request, filter=f)
         return out
 
+    # --- joins at a marker (LoCaPS) ---------------------------------------------------------------
+
+    def covers_at(self, f: Filter, position: int) -> bool:
+        """Whether the committed stream after ``position`` holds every event ``f`` passes (as far
+        as the roots order it): a root's always does; a conjunction merger's does when the last
+        upmark of each side at or before ``position`` covers ``f`` restricted to that parent's
+        types. Filters only widen, so this stays true for every later position."""
+        if is_root(self.role):
+            return set(f.alternatives) <= set(self.role)
+        return all(self._upfilter_at(side, position).covers(f.restrict(parent)) for side, parent in self.sides.items())
+
+    def _upfilter_at(self, side: str, position: int) -> Filter:
+        for d in reversed(self.decisions[: position + 1]):
+            if d.kind == "upmark" and d.source == side and d.filter is not None:
+                return d.filter
+        return Filter.nothing()
+
+    def _serves_subscribers_at(self, position: int) -> bool:
+        return any(is_subscriber(c) and any(p <= position for p, _, _ in m) for c, m in self.marks.items())
+
+    def marker_for(self, f: Filter, heartbeats: bool) -> int | None:
+        """The marker this replica would place for a subscriber stream with filter ``f``: its
+        commit index, or None when its committed stream does not cover ``f`` there (or, with
+        ``heartbeats``, no subscriber's mark is committed yet, so the leader logs no heartbeats)."""
+        if self.amnesic:
+            return None  # its log is not the role's yet
+        c = self.commit
+        if not self.covers_at(f, c):
+            return None
+        if heartbeats and not self._serves_subscribers_at(c):
+            return None
+        return c
+
+    def _on_marker_request(self, msg: MarkerRequest, now: int) -> list[Send]:
+        k = (msg.consumer, msg.process)
+        out: list[Send] = []
+        if msg.after is not None:
+            after = msg.after  # failover of a stream that started at a marker: coverage holds on
+            if after < self.trimmed:
+                self.refused_connects += 1
+                return []
+            marker = None
+        else:
+            link = self.links.get(k)
+            if link is not None and link.marker is not None:
+                # A repeated request (our reply may still be on its way): the same marker, same link.
+                return [(msg.process, MarkerReply(self.role, msg.consumer, link.marker, self._ts_at(link.marker), True))]
+            found = self.marker_for(msg.filter, msg.heartbeats)
+            if found is None:
+                out.append((msg.process, MarkerReply(self.role, msg.consumer, -1, 0, False)))
+                if self.is_leading():  # start the climb now: the subscriber registers too
+                    out += self._on_register(Register(self.role, msg.consumer, msg.process, msg.filter), now)
+                return out
+            after = marker = found
+            out.append((msg.process, MarkerReply(self.role, msg.consumer, found, self._ts_at(found), True)))
+        self.links[k] = _Link(msg.consumer, msg.process, after, filter=msg.filter, marker=marker)
+        self.acks[k] = max(self.acks.get(k, -1), after)
+        return out + self._forward(now)
+
+    def _ts_at(self, position: int) -> int:
+        return self.decisions[position].ts if position >= 0 else 0
+
     def filter_at(self, consumer: str, position: int) -> Filter | None:
         """The filter of ``consumer`` at ``position``; None before its first mark."""
         marks = self.marks.get(consumer)
@@ -535,7 +608,7 @@ class MergerReplica:
                 k = (d.source, d.key)
                 if k not in self.items:
                     break  # decided before this replica received it: wait for the input
-                f = self.filter_at(link.consumer, pos)
+                f = link.filter if link.filter is not None else self.filter_at(link.consumer, pos)
                 if f is not None:
                     payload = self.items[k]
                     if payload is None:
@@ -548,10 +621,10 @@ class MergerReplica:
                         # or a disjunction would hold its other streams back until the merger idles.
                         out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))
                         link.sent_at = now
-            elif d.kind == "mark" and d.consumer == link.consumer:
+            elif d.kind == "mark" and d.consumer == link.consumer and link.filter is None:
                 out.append((link.process, Forward(self.role, pos, d.ts, "mark", None, d.consumer, d.request, d.filter)))
             elif d.kind == "heartbeat" and is_subscriber(link.consumer):
-                if self.filter_at(link.consumer, pos) is not None:
+                if link.filter is not None or self.filter_at(link.consumer, pos) is not None:
                     out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))
             link.sent = pos
         if out:

@@ -27,15 +27,26 @@ class Fault:
         return f"{self.kind} {what} at {self.at} ms{span}"
 
 
+JoinMode = Literal["register", "marker"]
+
+
 @dataclass(frozen=True, slots=True)
 class Joiner:
     """Subscriber ``process`` joins at ``at`` with ``subscription``; from ``peer``'s state when
-    ``peer`` is given (a subscriber with the identical subscription), fresh otherwise."""
+    ``peer`` is given (a subscriber with the identical subscription), fresh otherwise. A fresh
+    joiner with ``mode="register"`` logs a mark at each merger; with ``mode="marker"`` it starts
+    at a marker of each merger whose committed stream already covers it (LoCaPS), and registers
+    only where none does (docs/overlay-locaps-join.md)."""
 
     process: str
     subscription: str
     at: int
     peer: str | None = None
+    mode: JoinMode = "register"
+
+    def __post_init__(self) -> None:
+        if self.mode == "marker" and self.peer is not None:
+            raise ValueError(f"joiner {self.process}: a marker join starts with empty queues, not from a peer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,4 +97,4 @@ class SimConfig(BaseModel):
         return self
 
 
-__all__ = ["Fault", "FaultKind", "Joiner", "Reaction", "Scenario", "SimConfig"]
+__all__ = ["Fault", "FaultKind", "JoinMode", "Joiner", "Reaction", "Scenario", "SimConfig"]

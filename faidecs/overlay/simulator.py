@@ -57,6 +57,8 @@ class SimResult:
     faults: list[Fault] = field(default_factory=list)
     root_events: dict[tuple[Role, int], Event] = field(default_factory=dict)
     published_at: dict[str, int] = field(default_factory=dict)  # event id -> when its publisher sent it
+    joined_at: dict[str, int] = field(default_factory=dict)  # joiner -> when it asked to join (virtual ms)
+    first_delivery_at: dict[str, int] = field(default_factory=dict)  # process -> its first delivery (virtual ms)
 
     def stale_rejected(self) -> int:
         return sum(r.stale_rejected for reps in self.replicas.values() for r in reps.values())
@@ -140,11 +142,14 @@ class Simulation:
         self.reacted: Counter[str] = Counter()
         self.published_at: dict[str, int] = {}
         self.late: set[str] = set()  # joiners: their start goes into the run log
+        self.joined_at: dict[str, int] = {}
+        self.first_delivery_at: dict[str, int] = {}
 
     # --- observer of the clients -----------------------------------------------------------------
 
     def deliver(self, process: str, conjunction: int, relation: tuple[str, ...]) -> None:
         self.recorder.deliver(process, conjunction, relation)
+        self.first_delivery_at.setdefault(process, self.now)
         rule = self.scenario.reactions.get(process)
         if rule is not None and self.reacted[process] < rule.limit:
             self.reacted[process] += 1
@@ -256,7 +261,7 @@ class Simulation:
         root = role_of([validated.type])
         self._send(publisher, [(p, Publish(publisher, seq, validated)) for p in self.placement(root)])
 
-    def _start_client(self, name: str, peer: str | None) -> None:
+    def _start_client(self, name: str, peer: str | None, marker: bool = False) -> None:
         client = SubscriberClient(
             name,
             self.subscriptions[name],
@@ -265,6 +270,7 @@ class Simulation:
             self,
             matcher=self.config.matcher,
             peer=peer,
+            marker=marker,
             retry_every=self.config.retry_every,
             ack_every=self.config.ack_every,
             down=self.coordination.expired,
@@ -275,7 +281,8 @@ class Simulation:
 
     def _join(self, joiner: Joiner) -> None:
         self.late.add(joiner.process)
-        self._start_client(joiner.process, joiner.peer)
+        self.joined_at[joiner.process] = self.now
+        self._start_client(joiner.process, joiner.peer, joiner.mode == "marker")
 
     def _fault(self, fault: Fault) -> None:
         if fault.kind == "partition":
@@ -356,6 +363,8 @@ class Simulation:
             list(self.scenario.faults),
             self.root_events,
             self.published_at,
+            self.joined_at,
+            self.first_delivery_at,
         )
         result.gaps = stream_gaps(result)
         return result

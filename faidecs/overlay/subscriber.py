@@ -10,7 +10,10 @@ same subscription therefore feeds its engines the same sequence.
 A client starts either fresh (it registers its filter and reads from its own mark on, with empty
 queues) or from a peer with the identical subscription (it takes the peer's engines and, per
 stream, the last position they reflect, and reads from there): it then delivers exactly what the
-peer delivers after that point.
+peer delivers after that point. With ``marker`` it joins LoCaPS-style (docs/overlay-locaps-join.md):
+it asks the replica it reads for a *marker*, a committed position after which that replica's stream
+covers its filter, and starts there with empty queues, without any decision being logged; a stream
+whose merger does not cover it yet registers as a fresh client does.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from faidecs.overlay.messages import (
     Forward,
     JoinRequest,
     JoinState,
+    MarkerReply,
+    MarkerRequest,
     Message,
     Register,
     Send,
@@ -74,6 +79,9 @@ class Stream:
     acked: int = -1
     fed: list[tuple[int, str]] = field(default_factory=list)  # (position, event id) fed to the engine
     fed_at: list[int] = field(default_factory=list)  # when each was fed (the driver's clock)
+    # How the stream starts: "mark" (registers, starts after its own logged mark), "ask" (waits
+    # for a replica's marker), "marker" (started at a marker: its link carries its own filter).
+    how: str = "mark"
 
 
 class SubscriberClient:
@@ -87,13 +95,17 @@ class SubscriberClient:
         *,
         matcher: str = "compiled",
         peer: str | None = None,
+        marker: bool = False,
         retry_every: int = 200,
         ack_every: int = 50,
         down: Iterable[str] = (),
         split: Callable[[Subscription], list[tuple[Role, tuple[int, ...], Subscription]]] = split_by_role,
     ):
         """``down``: the processes whose sessions are expired now (read from the coordination
-        service when the client starts; ``Down``/``Up`` notifications keep it current)."""
+        service when the client starts; ``Down``/``Up`` notifications keep it current).
+        ``marker``: join at a marker of each merger that covers the stream (not with ``peer``)."""
+        if marker and peer is not None:
+            raise ValueError("a client joins from a peer's state or at a marker, not both")
         self.name = name
         self.subscription = subscription
         self.placement = placement
@@ -109,6 +121,8 @@ class SubscriberClient:
         self.last_register = 0
         self.gone = False
         self.started_at = 0
+        self.marker = marker
+        self.ready_at: int | None = None  # when every stream had started (the driver's clock)
         options = (
             f"{subscription.matching.value}+{subscription.disposal.value}+{subscription.covering.value}"
             f"+{subscription.partition_by or ''}"
@@ -129,6 +143,13 @@ class SubscriberClient:
         self.started_at = now
         if self.peer is not None:
             return [(self.peer, JoinRequest(self.name, self.keys()))]
+        if self.marker:
+            self.joining = False
+            out: list[Send] = []
+            for s in self.streams.values():
+                s.how = "ask"
+                out += self._connect(s)
+            return out
         return self._register_all(now)
 
     def _register_all(self, now: int) -> list[Send]:
@@ -145,6 +166,11 @@ class SubscriberClient:
         if not live:
             return []
         s.reading = s.reading if s.reading in live else live[0]
+        if s.how == "ask":
+            heartbeats = len(self.streams) > 1  # a disjunction needs its quiet streams' heartbeats
+            return [(s.reading, MarkerRequest(s.role, s.key, self.name, s.filter, heartbeats))]
+        if s.how == "marker":
+            return [(s.reading, MarkerRequest(s.role, s.key, self.name, s.filter, after=s.position))]
         return [(s.reading, Connect(s.role, s.key, self.name, s.position if s.started else -1))]
 
     def leave(self) -> list[Send]:
@@ -163,6 +189,8 @@ class SubscriberClient:
             return [(msg.joiner, self._join_state(msg.joiner, msg.keys))]
         if isinstance(msg, JoinState):
             return self._on_join_state(msg, now)
+        if isinstance(msg, MarkerReply):
+            return self._on_marker_reply(sender, msg, now)
         if isinstance(msg, Down):
             self.down.add(msg.process)
             out: list[Send] = []
@@ -201,7 +229,7 @@ class SubscriberClient:
                 out += [(p, Ack(s.role, s.key, self.name, done)) for p in self.placement(s.role)]
         if self.joining and now - self.started_at >= 2 * self.retry_every:
             return out + self._register_all(now)  # the peer does not answer: start fresh
-        waiting = [s for s in self.streams.values() if not s.started]
+        waiting = [s for s in self.streams.values() if not s.started and s.how == "mark"]
         if waiting and not self.joining and now - self.last_register >= self.retry_every:
             self.last_register = now
             for s in waiting:
@@ -218,9 +246,7 @@ class SubscriberClient:
             if msg.kind == "mark" and msg.request == self.name and msg.consumer == s.key:
                 s.started, s.start, s.position, s.released = True, msg.position, msg.position, msg.position
                 s.progress = msg.ts
-                if self.started():
-                    self.observer.joined(self.name, None, None)
-                self._release(now)
+                self._on_stream_started(now)
             return []
         if msg.position <= s.position:
             return []  # a copy from the replica we read before failing over
@@ -229,6 +255,31 @@ class SubscriberClient:
             heapq.heappush(self.heap, (msg.ts, s.rank, msg.position, s.role, msg.event))
         self._release(now)
         return []
+
+    def _on_marker_reply(self, sender: str, msg: MarkerReply, now: int) -> list[Send]:
+        s = self.streams.get(msg.role)
+        if s is None:
+            raise ProtocolError(f"subscriber {self.name}: marker of {role_name(msg.role)} was never asked for")
+        if s.how != "ask" or sender != s.reading:
+            # A reply we no longer wait for (we failed over, or started already): if it opened a
+            # link, close it, so that only the replica we read feeds this stream.
+            return [(sender, Disconnect(s.role, s.key, self.name))] if msg.ok and sender != s.reading else []
+        if not msg.ok:
+            s.how = "mark"  # not covered there yet: register, which widens the parents' filters
+            self.last_register = now
+            out: list[Send] = [(p, Register(s.role, s.key, self.name, s.filter)) for p in self.placement(s.role)]
+            return out + self._connect(s)
+        s.how = "marker"
+        s.started, s.start, s.position, s.released = True, msg.position, msg.position, msg.position
+        s.progress = msg.ts
+        self._on_stream_started(now)
+        return []
+
+    def _on_stream_started(self, now: int) -> None:
+        if self.started():
+            self.ready_at = now
+            self.observer.joined(self.name, None, None)
+        self._release(now)
 
     def _release(self, now: int) -> None:
         if not all(s.started for s in self.streams.values()):
@@ -269,6 +320,7 @@ class SubscriberClient:
             return self._register_all(now)
         self.joining = False
         self.joined_from = msg.peer
+        self.ready_at = now
         self.observer.joined(self.name, msg.peer, msg.marker)
         out: list[Send] = []
         for role, s in self.streams.items():

@@ -71,6 +71,8 @@ from faidecs.overlay.messages import (
     JoinRequest,
     JoinState,
     LeaderChange,
+    MarkerReply,
+    MarkerRequest,
     Message,
     NewLog,
     Publish,
@@ -171,6 +173,7 @@ def _optional(decode: Decoder) -> Decoder:
 
 
 _opt_nat = _optional(_nat)
+_opt_from_m1 = _optional(_from_m1)
 
 
 def _array(v: Any, what: str, length: int | None = None) -> list[Any]:
@@ -671,7 +674,7 @@ CODES: Final[dict[type, int]] = {
     cls: code
     for code, cls in enumerate(
         (Publish, Connect, Disconnect, Forward, Ack, Register, Decide, Holds, Commit, EpochQuery, EpochState)
-        + (NewLog, LeaderChange, Down, Up, JoinRequest, JoinState),
+        + (NewLog, LeaderChange, Down, Up, JoinRequest, JoinState, MarkerRequest, MarkerReply),
         start=1,
     )
 }
@@ -701,6 +704,10 @@ _LAYOUTS: dict[type, dict[str, _Field]] = {
         ok=_Field(_bool),
         marker=_Field(_opt_nat),
     ),
+    MarkerRequest: dict(
+        role=ROLE, consumer=STR, process=STR, filter=FILTER, heartbeats=_Field(_bool), after=_Field(_opt_from_m1)
+    ),
+    MarkerReply: dict(role=ROLE, consumer=STR, position=FROM_M1, ts=NAT, ok=_Field(_bool)),
 }
 _BY_CLASS = {cls: _Record(cls, (VERSION, code), **_LAYOUTS[cls]) for cls, code in CODES.items()}
 _BY_CODE = {code: _BY_CLASS[cls] for cls, code in CODES.items()}
