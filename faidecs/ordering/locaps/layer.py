@@ -127,7 +127,7 @@ class LocapsLayer:
         publishers = self.publishers
         for b in self.graph.brokers:
             neighbours = sorted(self.graph.adjacent[b])
-            behind = {n: set() for n in neighbours}
+            behind: dict[str, set[str]] = {n: set() for n in neighbours}
             for n in neighbours:
                 side = self._side(b, n)
                 behind[n] = {p for p in publishers if self.attach[p] in side}
