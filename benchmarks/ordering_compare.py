@@ -424,9 +424,10 @@ def markdown(result: dict[str, Any]) -> str:
             data = f"{r['header_mean']:.2f} (max {r['header_max']})"
             ents = f"{r['entities_per_event']:.2f}"
             stress = f"{r['stress']:.2f}" + (f" ({r['node_stress']:.2f})" if "node_stress" in r else "")
+        busiest = r["busiest"].replace("|", "\\|")  # atom names hold a pipe
         out.append(
             f"| {r['workload']} | {r['layer']} | {data} | {r['messages_per_event']:.1f} ({r['ordering_messages_per_event']:.1f}"
-            f" + {r['notifications_per_event']:.1f}) | {ents} | {r['busiest'].replace('|', '\\|')} | {r['busiest_handled_per_event']:.2f} |"
+            f" + {r['notifications_per_event']:.1f}) | {ents} | {busiest} | {r['busiest_handled_per_event']:.2f} |"
             f" {r['busiest_event_share']:.2f} | {stress} | {r['latency_mean']:.1f} | {r['stretch_mean']:.2f} |"
             f" {r['stretch_p99']:.2f} | {r['stretch_dest_max']:.2f} | {r['cpu_per_message_us']:.1f} |"
             f" {fmt_rate(r['bound_common'])} | {fmt_rate(r['bound_measured'])} |"
