@@ -451,7 +451,14 @@ def main(argv: list[str] | None = None) -> None:
     if len(args) != 2:
         raise SystemExit("usage: python -m faidecs.ordering.loopback RUN_DIR PROCESS")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    run_process(Path(args[0]), args[1])
+    profile = os.environ.get("FAIDECS_PROFILE")  # a folder: where each process leaves its cProfile stats
+    if profile:
+        import cProfile
+
+        where = str(Path(profile) / f"{args[1]}.prof")
+        cProfile.runctx("run_process(Path(args[0]), args[1])", globals(), {"args": args}, where)
+    else:
+        run_process(Path(args[0]), args[1])
 
 
 if __name__ == "__main__":
