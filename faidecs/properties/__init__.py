@@ -14,6 +14,7 @@ from typing import Any, Callable
 from faidecs.properties.agreement import conjunction_agreement, covering_agreement
 from faidecs.properties.liveness import conjunction_validity, event_validity
 from faidecs.properties.notification import notification_integrity, notification_validity, total_notification_order
+from faidecs.properties.notification_fifo import notification_fifo_order
 from faidecs.properties.order import (
     conjunction_total_order,
     disjunction_total_order,
@@ -30,7 +31,8 @@ Check = Callable[[RunView], list[Violation]]
 
 #: Every property, in the order tools print them (the semantics file's names, plus Type Local
 #: Order, which with Type FIFO Order makes Type Causal Order, plus the notification properties
-#: of the ordering layers, which hold vacuously in logs without ``notify`` records).
+#: of the ordering layers, which hold vacuously in logs without ``notify`` records; Notification
+#: FIFO Order is the latch layer's, and reports every out-of-order notification, not the first).
 CHECKS: dict[str, Check] = {
     "No Duplication": no_duplication,
     "No Duplication'": no_duplication_prime,
@@ -49,6 +51,7 @@ CHECKS: dict[str, Check] = {
     "Total Notification Order": total_notification_order,
     "Notification Integrity": notification_integrity,
     "Notification Validity": notification_validity,
+    "Notification FIFO Order": notification_fifo_order,
 }
 
 
