@@ -15,6 +15,7 @@ from faidecs.properties.agreement import conjunction_agreement, covering_agreeme
 from faidecs.properties.gapless import gapless_causal_delivery, gapless_fifo_delivery
 from faidecs.properties.liveness import conjunction_validity, event_validity
 from faidecs.properties.notification import notification_integrity, notification_validity, total_notification_order
+from faidecs.properties.notification_fifo import notification_fifo_order
 from faidecs.properties.order import (
     conjunction_total_order,
     disjunction_total_order,
@@ -31,8 +32,9 @@ Check = Callable[[RunView], list[Violation]]
 
 #: Every property, in the order tools print them (the semantics file's names, plus Type Local
 #: Order, which with Type FIFO Order makes Type Causal Order, plus the notification properties
-#: of the ordering layers and LoCaPS's gapless deliveries (seed 003), which hold vacuously in
-#: logs without ``notify`` records).
+#: of the ordering layers, LoCaPS's gapless deliveries (seed 003) and the latch layer's
+#: Notification FIFO Order (seed 002; it reports every out-of-order notification, not the
+#: first), which hold vacuously in logs without ``notify`` records).
 CHECKS: dict[str, Check] = {
     "No Duplication": no_duplication,
     "No Duplication'": no_duplication_prime,
@@ -51,6 +53,7 @@ CHECKS: dict[str, Check] = {
     "Total Notification Order": total_notification_order,
     "Notification Integrity": notification_integrity,
     "Notification Validity": notification_validity,
+    "Notification FIFO Order": notification_fifo_order,
     "Gapless FIFO Delivery": gapless_fifo_delivery,
     "Gapless Causal Delivery": gapless_causal_delivery,
 }

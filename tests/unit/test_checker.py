@@ -106,6 +106,7 @@ def test_checks_cover_every_property_in_order() -> None:
         "Total Notification Order",
         "Notification Integrity",
         "Notification Validity",
+        "Notification FIFO Order",
         "Gapless FIFO Delivery",
         "Gapless Causal Delivery",
     ]

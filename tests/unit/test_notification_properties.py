@@ -6,6 +6,8 @@ from __future__ import annotations
 from test_checker import TYPES, Record, dlv, final, make_log, pub, sub, verdict
 
 from faidecs.properties import check
+from faidecs.properties.notification_fifo import fifo_violations_by_pair
+from faidecs.properties.view import RunView
 from faidecs.runlog import RunLog
 
 
@@ -77,3 +79,23 @@ def test_notify_records_round_trip_and_verify_unchanged_for_logs_without_them() 
     assert [(n.time, n.process, n.event) for n in again.notified] == [(2, "p", "x")]
     plain = make_log({"p": sub("T1")}, pub(1, "x", "T1"), dlv(2, "p", "x"))
     verdict(plain, [])
+
+
+# --- Notification FIFO Order (the latch layer, seed 002) -------------------------------------------
+
+
+def test_notification_fifo_order_counts_every_out_of_order_notification() -> None:
+    pubs = [
+        pub(t, f"{who}{k}", "T1", publisher=who, seq=k)
+        for t, (who, k) in enumerate([("p", 0), ("p", 1), ("p", 2), ("q", 0), ("q", 1)], 1)
+    ]
+    order = [("r", "p2"), ("r", "p0"), ("r", "p1"), ("r", "q0"), ("r", "q1"), ("s", "q1"), ("s", "q0"), ("s", "p0")]
+    log = make_log({"r": sub("T1"), "s": sub("T1")}, *pubs, *(ntf(10 + i, who, e) for i, (who, e) in enumerate(order)))
+    found = check(log, ["Notification FIFO Order"]).results["Notification FIFO Order"]
+    assert [v.events for v in found] == [("p0", "p2"), ("p1", "p2"), ("q0", "q1")]
+    assert "r was handed p0 (seq 0 of p) after p2 (seq 2)" in found[0].explanation
+    assert fifo_violations_by_pair(RunView(log)) == {("r", "p"): 2, ("s", "q"): 1}
+    in_order = make_log(
+        {"r": sub("T1")}, *pubs, *(ntf(10 + i, "r", e) for i, e in enumerate(["p0", "q0", "p1", "p2", "q1"]))
+    )
+    assert check(in_order, ["Notification FIFO Order"]).violated() == []
