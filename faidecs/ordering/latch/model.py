@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from scipy.special import lambertw  # type: ignore[import-untyped]
+from scipy.special import lambertw
 
 
 def pdf(x: float, b: float) -> float:
