@@ -303,7 +303,7 @@ def run_process(run_dir: Path, name: str) -> None:
     if name in plan["subscriptions"]:
         types = compile_program(plan["types"], "<types>").types
         source = plan["subscriptions"][name]
-        p.engine = Engine(compile_program(source, f"<subscription of {name}>", known_types=types), matcher="reference")
+        p.engine = Engine(compile_program(source, f"<subscription of {name}>", known_types=types))
         p.log = RunLog(plan["types"], {name: source})
         mine = set(plan["topics"][name])
         p.by_id = {e["id"]: e for e in events if e["type"] in mine}
