@@ -1,7 +1,7 @@
 """Seeded runs of the latch layer (seed 002) on the simulated best-effort path, its FIFO violations
 counted by the property checker (Notification FIFO Order) on the run logs, against the digest's
 model-relative bounds (T-002-16): the paper's > 99% needs B-DRP's delay traces, not idealised
-exponential hops (docs/ordering-latch.md). ``FAIDECS_LATCH_RUNS`` sets the number of short runs
+exponential hops (docs/ordering.md, "Latch-time FIFO"). ``FAIDECS_LATCH_RUNS`` sets the number of short runs
 (default 1,000)."""
 
 from __future__ import annotations

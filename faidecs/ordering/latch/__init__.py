@@ -3,7 +3,7 @@
 Per-publisher FIFO order restored at a receiver of a best-effort, reordering path: a message that
 arrives after a hole in the sequence numbers is held for a latch time computed from the measured
 delay differences so that the missing one overtakes it with probability ≥ 1 − P_t. Probabilistic
-FIFO only, no reliability (see docs/ordering-latch.md).
+FIFO only, no reliability (see docs/ordering.md, "Latch-time FIFO").
 """
 
 from faidecs.ordering.latch.estimator import DelayEstimator

@@ -8,7 +8,7 @@ departure gap to the latest missing message that matters: seq − 1 in basic mod
 Only the latest missing message matters (Sec. 3.5): the gaps to earlier ones are larger, so their
 latch times are shorter.
 
-Resolved errata (docs/ordering-latch.md): the corrected quantile (E1); β over |Q| unless
+Resolved errata (docs/ordering.md, "Latch-time FIFO"): the corrected quantile (E1); β over |Q| unless
 ``literal_beta`` (E5); ``n ← seq`` always runs and ``base`` moves after in-order and hole messages
 but not after late ones (E6); a first message with seq ≠ 0 is delivered at once (E7); in enhanced
 mode a hole that lies wholly inside the record with nothing relevant in it is not latched, while a
