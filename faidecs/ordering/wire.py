@@ -28,6 +28,7 @@ from typing import Any, Final, NamedTuple
 import msgpack
 
 from faidecs.errors import FaidecsError
+from faidecs.fieldpath import BadField, show
 from faidecs.ordering.atoms.message import EpochView, Sequenced, Switch
 from faidecs.ordering.multistage.messages import (
     CompletedSubVc,
@@ -62,46 +63,29 @@ class Envelope(NamedTuple):
     message: Any
 
 
-class _Bad(Exception):
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-        self.path: list[str | int] = []  # innermost step first
-
-    def at(self, step: str | int) -> _Bad:
-        self.path.append(step)
-        return self
-
-    def where(self) -> str:
-        return "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in reversed(self.path)).lstrip(".")
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _what(value: Any) -> str:
     return type(value).__name__
 
 
-# -- field decoders (each raises _Bad; the caller adds where) ------------------------------------
+# -- field decoders (each raises BadField; the caller adds where) ------------------------------------
 
 
 def _name(v: Any) -> str:
     if type(v) is not str:
-        raise _Bad(f"expected a string, got {_what(v)} {_show(v)}")
+        raise BadField(f"expected a string, got {_what(v)} {show(v)}")
     if not 0 < len(v) <= MAX_NAME:
-        raise _Bad(f"expected 1 to {MAX_NAME} characters, got {len(v)}")
+        raise BadField(f"expected 1 to {MAX_NAME} characters, got {len(v)}")
     return v
 
 
 def _count(lo: int) -> Callable[[Any], int]:
     def decode(v: Any) -> int:
         if type(v) is not int:  # bool is not int here
-            raise _Bad(f"expected an integer, got {_what(v)} {_show(v)}")
+            raise BadField(f"expected an integer, got {_what(v)} {show(v)}")
         if not lo <= v <= MAX_COUNT:
-            raise _Bad(f"{v} is out of range [{lo}, 2^63 - 1]")
+            raise BadField(f"{v} is out of range [{lo}, 2^63 - 1]")
         return v
 
     return decode
@@ -109,7 +93,7 @@ def _count(lo: int) -> Callable[[Any], int]:
 
 def _chain_kind(v: Any) -> str:
     if v not in ("pub", "sub") or type(v) is not str:
-        raise _Bad(f"expected 'pub' or 'sub', got {_show(v)}")
+        raise BadField(f"expected 'pub' or 'sub', got {show(v)}")
     return str(v)
 
 
@@ -123,11 +107,11 @@ def _optional_natural(v: Any) -> int | None:
 
 def _array(v: Any, length: int | None = None) -> list[Any]:
     if type(v) is not list:
-        raise _Bad(f"expected an array, got {_what(v)} {_show(v)}")
+        raise BadField(f"expected an array, got {_what(v)} {show(v)}")
     if length is not None and len(v) != length:
-        raise _Bad(f"expected {length} items, got {len(v)}")
+        raise BadField(f"expected {length} items, got {len(v)}")
     if len(v) > MAX_ENTRIES:
-        raise _Bad(f"{len(v)} items, at most {MAX_ENTRIES}")
+        raise BadField(f"{len(v)} items, at most {MAX_ENTRIES}")
     return v
 
 
@@ -136,7 +120,7 @@ def _items(v: Any, decode: Callable[[Any], Any]) -> list[Any]:
     for i, item in enumerate(_array(v)):
         try:
             out.append(decode(item))
-        except _Bad as bad:
+        except BadField as bad:
             raise bad.at(i) from None
     return out
 
@@ -146,13 +130,13 @@ class _Fields:
 
     def __init__(self, items: list[Any], names: tuple[str, ...]):
         if len(items) != len(names):
-            raise _Bad(f"expected {len(names)} fields ({', '.join(names)}), got {len(items)}")
+            raise BadField(f"expected {len(names)} fields ({', '.join(names)}), got {len(items)}")
         self.items, self.names = items, names
 
     def __call__(self, i: int, decode: Callable[[Any], Any]) -> Any:
         try:
             return decode(self.items[i])
-        except _Bad as bad:
+        except BadField as bad:
             raise bad.at(self.names[i]) from None
 
 
@@ -173,19 +157,19 @@ class OrderingCodec:
     def _topic(self, v: Any) -> str:
         name = _name(v)
         if self.topics is not None and name not in self.topics:
-            raise _Bad(f"unknown topic {_show(name)}")
+            raise BadField(f"unknown topic {show(name)}")
         return name
 
     def _address(self, v: Any) -> str:
         name = _name(v)
         if self.hosts is not None and name not in self.hosts:
-            raise _Bad(f"unknown address {_show(name)}")
+            raise BadField(f"unknown address {show(name)}")
         return name
 
     def _topic_set(self, v: Any) -> frozenset[str]:
         topics = _items(v, self._topic)
         if topics != sorted(set(topics)):
-            raise _Bad("topics must be in order, without repeats")
+            raise BadField("topics must be in order, without repeats")
         return frozenset(topics)
 
     def _timestamp(self, v: Any, *, partial: bool = False) -> dict[str, Any]:
@@ -195,33 +179,33 @@ class OrderingCodec:
             topic, n = _array(p, 2)
             try:
                 t = self._topic(topic)
-            except _Bad as bad:
+            except BadField as bad:
                 raise bad.at(0) from None
             try:
                 return t, value(n)
-            except _Bad as bad:
+            except BadField as bad:
                 raise bad.at(1) from None
 
         pairs = _items(v, pair)
         if not pairs:
-            raise _Bad("a timestamp has at least one entry")
+            raise BadField("a timestamp has at least one entry")
         topics = [t for t, _ in pairs]
         if topics != sorted(set(topics)):
-            raise _Bad("entries must be in topic order, without repeats")
+            raise BadField("entries must be in topic order, without repeats")
         return dict(pairs)
 
     def _atom(self, v: Any) -> tuple[str, str]:
         g, h = _array(v, 2)
         try:
             a = self._topic(g)
-        except _Bad as bad:
+        except BadField as bad:
             raise bad.at(0) from None
         try:
             b = self._topic(h)
-        except _Bad as bad:
+        except BadField as bad:
             raise bad.at(1) from None
         if not a < b:
-            raise _Bad(f"an atom is a pair of distinct groups in name order, got {_show([a, b])}")
+            raise BadField(f"an atom is a pair of distinct groups in name order, got {show([a, b])}")
         return a, b
 
     # -- messages ------------------------------------------------------------------------------
@@ -234,9 +218,9 @@ class OrderingCodec:
         ts = f(1, lambda v: self._timestamp(v, partial=True))
         message = FillIn(kind, ts, f(2, self._address), f(3, _name), f(4, self._topic_set))
         if kind == "sub" and set(ts) != message.subscription:
-            raise _Bad("a subscription chain has one entry per topic of the subscription").at("ts")
+            raise BadField("a subscription chain has one entry per topic of the subscription").at("ts")
         if kind == "pub" and message.subscription:
-            raise _Bad("a publication chain carries no subscription").at("subscription")
+            raise BadField("a publication chain carries no subscription").at("subscription")
         return message
 
     def _event_ts(self, f: _Fields) -> EventTs:
@@ -251,13 +235,13 @@ class OrderingCodec:
     def _notification(self, f: _Fields) -> Notification:
         message = Notification(f(0, _name), f(1, self._topic), f(2, self._timestamp))
         if message.topic not in message.ts:
-            raise _Bad(f"holds no entry for the event's topic {message.topic!r}").at("ts")
+            raise BadField(f"holds no entry for the event's topic {message.topic!r}").at("ts")
         return message
 
     def _dummy(self, f: _Fields) -> Dummy:
         message = Dummy(f(0, _name), f(1, self._topic), f(2, self._timestamp))
         if message.topic not in message.ts:
-            raise _Bad(f"holds no entry for the dummy's topic {message.topic!r}").at("ts")
+            raise BadField(f"holds no entry for the dummy's topic {message.topic!r}").at("ts")
         return message
 
     def _sequenced(self, f: _Fields) -> Sequenced:
@@ -269,9 +253,9 @@ class OrderingCodec:
         stamps = f(4, lambda v: _items(v, stamp))
         atoms = [a for a, _ in stamps]
         if len(set(atoms)) != len(atoms):
-            raise _Bad("an atom stamps a message once").at("stamps")
+            raise BadField("an atom stamps a message once").at("stamps")
         if any(group not in a for a in atoms):
-            raise _Bad("only atoms of the message's group stamp it").at("stamps")
+            raise BadField("only atoms of the message's group stamp it").at("stamps")
         return Sequenced(f(0, _name), group, f(2, _natural), f(3, _natural), dict(stamps))
 
     def _switch(self, f: _Fields) -> Switch:
@@ -288,20 +272,20 @@ class OrderingCodec:
             groups, atoms = _array(v, 2)
             try:
                 gs = self._topic_set(groups)
-            except _Bad as bad:
+            except BadField as bad:
                 raise bad.at("groups") from None
             try:
                 ats = _items(atoms, self._atom)
-            except _Bad as bad:
+            except BadField as bad:
                 raise bad.at("atoms") from None
             return EpochView(gs, frozenset(ats))
 
         counts = f(1, lambda v: _items(v, count))
         if len({g for g, _ in counts}) != len(counts):
-            raise _Bad("a group is counted once").at("counts")
+            raise BadField("a group is counted once").at("counts")
         message = Switch(f(0, optional_epoch), dict(counts), f(2, optional_epoch), f(3, view))
         if (message.opened is None) != (message.view is None):
-            raise _Bad("an opened epoch comes with its view, and only then").at("view")
+            raise BadField("an opened epoch comes with its view, and only then").at("view")
         return message
 
     # -- the gate ------------------------------------------------------------------------------
@@ -332,19 +316,19 @@ class OrderingCodec:
         except Exception as exc:  # msgpack raises several kinds
             raise OrderingWireError(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
         if type(items) is not list or len(items) < 4:
-            raise OrderingWireError(f"expected [version, kind, src, dst, fields...], got {_what(items)} {_show(items)}")
+            raise OrderingWireError(f"expected [version, kind, src, dst, fields...], got {_what(items)} {show(items)}")
         version, code = items[0], items[1]
         if type(version) is not int or version != VERSION:
-            raise OrderingWireError(f"unknown format version {_show(version)} (this side reads version {VERSION})")
+            raise OrderingWireError(f"unknown format version {show(version)} (this side reads version {VERSION})")
         record = _BY_CODE.get(code) if type(code) is int else None
         if record is None:
-            raise OrderingWireError(f"unknown message kind {_show(code)}")
+            raise OrderingWireError(f"unknown message kind {show(code)}")
         cls, names, _, decoder = record
         try:
             src = _Fields([items[2]], ("src",))(0, self._address)
             dst = _Fields([items[3]], ("dst",))(0, self._address)
             message = decoder(self, _Fields(items[4:], names))
-        except _Bad as bad:
+        except BadField as bad:
             raise OrderingWireError(f"{cls.__name__}{'.' + bad.where() if bad.path else ''}: {bad.reason}") from None
         except Exception as exc:  # noqa: BLE001 (a bug here must cost one message, not the receiving process
             raise OrderingWireError(

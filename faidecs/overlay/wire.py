@@ -38,6 +38,7 @@ from typing import Any, Callable, Final, NamedTuple, get_args
 import msgpack
 
 from faidecs.errors import EventError, FaidecsError
+from faidecs.fieldpath import BadField, show
 from faidecs.grammar.checker import MAX_INSTANCE_INDEX
 from faidecs.grammar.model import (
     FLIPPED,
@@ -98,26 +99,6 @@ class WireError(FaidecsError):
     """Bytes that are not a well-formed overlay message (or a message that cannot be encoded)."""
 
 
-class _Bad(Exception):
-    """A problem found inside a field; each enclosing decoder adds its step to ``path``."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-        self.path: list[str | int] = []  # innermost step first
-
-    def at(self, step: str | int) -> "_Bad":
-        self.path.append(step)
-        return self
-
-    def where(self) -> str:
-        return "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in reversed(self.path)).lstrip(".")
-
-
-def _show(value: Any) -> str:
-    """A value for an error message: a peer's bytes may hold a huge string."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _TYPE_WORDS = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", bytes: "bytes"}
@@ -135,19 +116,19 @@ Decoder = Callable[[Any], Any]
 
 def _str(v: Any) -> str:
     if type(v) is not str:
-        raise _Bad(f"expected a string, got {_what(v)}")
+        raise BadField(f"expected a string, got {_what(v)}")
     return v
 
 
 def _name(v: Any) -> str:
     if type(v) is not str or not _NAME.fullmatch(v):
-        raise _Bad(f"expected a type or attribute name, got {_what(v)} {_show(v)}")
+        raise BadField(f"expected a type or attribute name, got {_what(v)} {show(v)}")
     return v
 
 
 def _bool(v: Any) -> bool:
     if type(v) is not bool:
-        raise _Bad(f"expected a boolean, got {_what(v)}")
+        raise BadField(f"expected a boolean, got {_what(v)}")
     return v
 
 
@@ -156,9 +137,9 @@ def _int(lo: int) -> Decoder:
 
     def decode(v: Any) -> int:
         if type(v) is not int:
-            raise _Bad(f"expected an integer, got {_what(v)}")
+            raise BadField(f"expected an integer, got {_what(v)}")
         if not lo <= v <= INT64_MAX:
-            raise _Bad(f"integer {v} outside [{lo}, {INT64_MAX}]")
+            raise BadField(f"integer {v} outside [{lo}, {INT64_MAX}]")
         return v
 
     return decode
@@ -178,7 +159,7 @@ _opt_from_m1 = _optional(_from_m1)
 
 def _array(v: Any, what: str, length: int | None = None) -> list[Any]:
     if type(v) is not list or (length is not None and len(v) != length):
-        raise _Bad(f"expected {what}, got {_what(v)}" + (f" of {len(v)}" if type(v) is list else ""))
+        raise BadField(f"expected {what}, got {_what(v)}" + (f" of {len(v)}" if type(v) is list else ""))
     return v
 
 
@@ -205,7 +186,7 @@ def _checked_role(v: Any) -> Role:
     names = _array(v, "a role (an array of type names)")
     for i, name in enumerate(names):
         if type(name) is not str:
-            raise _Bad(f"expected a type name, got {_what(name)}").at(i)
+            raise BadField(f"expected a type name, got {_what(name)}").at(i)
     return _canonical(tuple(names))
 
 
@@ -215,16 +196,16 @@ def _canonical(role: Role) -> Role:
     for i, name in enumerate(role):
         try:
             _name(name)
-        except _Bad as bad:
+        except BadField as bad:
             raise bad.at(i)
     if not role or role != role_of(role):
-        raise _Bad(f"role {list(role)} is not canonical: types sorted by name, each once, at least one")
+        raise BadField(f"role {list(role)} is not canonical: types sorted by name, each once, at least one")
     return role
 
 
 def _entry_kind(v: Any) -> EntryKind:
     if type(v) is not str or v not in _ENTRY_KINDS:
-        raise _Bad(f"expected one of {sorted(_ENTRY_KINDS)}, got {_what(v)} {_show(v)}")
+        raise BadField(f"expected one of {sorted(_ENTRY_KINDS)}, got {_what(v)} {show(v)}")
     return v  # type: ignore[return-value]
 
 
@@ -232,7 +213,7 @@ def _strs(v: Any) -> tuple[str, ...]:
     items = _array(v, "an array of strings")
     for i, s in enumerate(items):
         if type(s) is not str:
-            raise _Bad(f"expected a string, got {_what(s)}").at(i)
+            raise BadField(f"expected a string, got {_what(s)}").at(i)
     return tuple(items)
 
 
@@ -264,12 +245,12 @@ def _declared(name: str, attributes: tuple[tuple[str, str], ...]) -> tuple[Event
     for i, (attribute, kind) in enumerate(attributes):
         try:
             _name(attribute)
-        except _Bad as bad:
+        except BadField as bad:
             raise bad.at(i)
         if kind not in _KINDS:
-            raise _Bad(f"unknown attribute kind {_show(kind)} of {attribute!r}").at(i)
+            raise BadField(f"unknown attribute kind {show(kind)} of {attribute!r}").at(i)
     if len({a for a, _ in attributes}) != len(attributes):
-        raise _Bad(f"type {name} declares an attribute twice")
+        raise BadField(f"type {name} declares an attribute twice")
     event_type = EventType(name, tuple(Attribute(a, _KINDS[k]) for a, k in attributes))
     return event_type, EventValidator({name: event_type}), _checker(event_type)
 
@@ -359,16 +340,16 @@ def _validated_event(v: Any) -> Event:
     )
     try:
         _name(type_name)
-    except _Bad as bad:
+    except BadField as bad:
         raise bad.at("type")
     attributes = []
     for i, pair in enumerate(_array(declaration, "an array of [attribute, kind]")):
         if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str or type(pair[1]) is not str:
-            raise _Bad(f"expected [attribute, kind], got {_show(pair)}").at(i).at("attributes")
+            raise BadField(f"expected [attribute, kind], got {show(pair)}").at(i).at("attributes")
         attributes.append((pair[0], pair[1]))
     try:
         known = _declared(type_name, tuple(attributes))
-    except _Bad as bad:
+    except BadField as bad:
         raise bad.at("attributes")
     if len(_KNOWN) >= 1024:
         _KNOWN.clear()
@@ -376,17 +357,17 @@ def _validated_event(v: Any) -> Event:
     event_type, validator, _ = known
     names = [a.name for a in event_type.attributes]
     if len(_array(values, "an array of attribute values")) != len(names):
-        raise _Bad(f"{len(values)} values for the {len(names)} attributes of {type_name}").at("values")
+        raise BadField(f"{len(values)} values for the {len(names)} attributes of {type_name}").at("values")
     try:
         _opt_nat(seq)  # the validator bounds seq below only
-    except _Bad as bad:
+    except BadField as bad:
         raise bad.at("seq")
     try:
         return validator.validate(
             {"id": event_id, "type": type_name, "attrs": dict(zip(names, values)), "publisher": publisher, "seq": seq}
         )
     except EventError as exc:
-        raise _Bad(f"invalid event: {exc}") from None
+        raise BadField(f"invalid event: {exc}") from None
 
 
 # --- filters ---------------------------------------------------------------------------------------
@@ -415,60 +396,60 @@ def _encode_filter(f: Filter) -> list[Any]:
 
 def _kind(v: Any) -> Kind:
     if type(v) is not str or v not in _KINDS:
-        raise _Bad(f"expected a kind {sorted(_KINDS)}, got {_show(v)}")
+        raise BadField(f"expected a kind {sorted(_KINDS)}, got {show(v)}")
     return _KINDS[v]
 
 
 def _value(v: Any, slot: Slot, depth: int) -> Value:
     """A value of a predicate on ``slot``, its kind as the checker would give it."""
     if depth > MAX_DEPTH:
-        raise _Bad(f"expression nested deeper than {MAX_DEPTH}")
+        raise BadField(f"expression nested deeper than {MAX_DEPTH}")
     tag = v[0] if type(v) is list and v else None
     if tag == "attr":
         _, type_name, index, attribute, position, kind = _array(v, "[attr, type, index, attribute, position, kind]", 6)
         if [type_name, index] != [slot.type_name, slot.index] or type(index) is not int:
-            raise _Bad(f"attribute of {_show(type_name)}[{_show(index)}] in a predicate on {slot}")
+            raise BadField(f"attribute of {show(type_name)}[{show(index)}] in a predicate on {slot}")
         return AttrOf(slot, _name(attribute), _nat(position), _kind(kind))
     if tag == "const":
         _, value, kind = _array(v, "[const, value, kind]", 3)
         if type(value) not in _LITERAL_KINDS or _LITERAL_KINDS[type(value)] is not _kind(kind):
-            raise _Bad(f"constant {_show(value)} is not of kind {_show(kind)}")
+            raise BadField(f"constant {show(value)} is not of kind {show(kind)}")
         if type(value) is int:
             _any_int(value)
         if type(value) is float and not math.isfinite(value):
-            raise _Bad(f"constant {value!r} is not a finite number")
+            raise BadField(f"constant {value!r} is not a finite number")
         return Const(value, _KINDS[kind])
     if tag == "neg":
         _, operand, kind = _array(v, "[neg, operand, kind]", 3)
         inner = _value(operand, slot, depth + 1)
         if not inner.kind.numeric or _kind(kind) is not inner.kind:
-            raise _Bad(f"negation of a {inner.kind.value} value as {_show(kind)}")
+            raise BadField(f"negation of a {inner.kind.value} value as {show(kind)}")
         return Negate(inner, inner.kind)
     if tag == "arith":
         _, op, left, right, kind = _array(v, "[arith, op, left, right, kind]", 5)
         if type(op) is not str or op not in _ARITH_OPS:
-            raise _Bad(f"unknown arithmetic operator {_show(op)}")
+            raise BadField(f"unknown arithmetic operator {show(op)}")
         lv, rv = _value(left, slot, depth + 1), _value(right, slot, depth + 1)
         expected = Kind.INT if lv.kind is rv.kind is Kind.INT and op != "/" else Kind.FLOAT
         if not (lv.kind.numeric and rv.kind.numeric) or _kind(kind) is not expected:
-            raise _Bad(f"{lv.kind.value} {op} {rv.kind.value} as {_show(kind)}")
+            raise BadField(f"{lv.kind.value} {op} {rv.kind.value} as {show(kind)}")
         return ArithOp(op, lv, rv, expected)
-    raise _Bad(f"expected a value [attr|const|neg|arith, ...], got {_show(v)}")
+    raise BadField(f"expected a value [attr|const|neg|arith, ...], got {show(v)}")
 
 
 def _predicate(v: Any, slot: Slot) -> Predicate:
     op, left, right = _array(v, "a predicate [op, left, right]", 3)
     if type(op) is not str or op not in FLIPPED:
-        raise _Bad(f"unknown comparison {_show(op)}")
+        raise BadField(f"unknown comparison {show(op)}")
     lv, rv = _value(left, slot, 1), _value(right, slot, 1)
     lk, rk = lv.kind, rv.kind
     if not (lk.numeric and rk.numeric or lk is rk is Kind.STR or lk is rk is Kind.BOOL and op in ("=", "!=")):
-        raise _Bad(f"cannot compare {lk.value} {op} {rk.value}")
+        raise BadField(f"cannot compare {lk.value} {op} {rk.value}")
     if not value_slots(lv) | value_slots(rv):
-        raise _Bad("the predicate involves no event")
+        raise BadField("the predicate involves no event")
     pred = Predicate.make(op, lv, rv, Span.unknown())
     if (pred.op, pred.left, pred.right) != (op, lv, rv):
-        raise _Bad(f"predicate not in canonical orientation (expected {pred.text})")
+        raise BadField(f"predicate not in canonical orientation (expected {pred.text})")
     return pred
 
 
@@ -479,9 +460,9 @@ def _alternative(v: Any, type_name: str) -> Alternative:
             pred, slot = _array(item, "[predicate, [type, index]]", 2)
             slot_type, index = _array(slot, "a slot [type, index]", 2)
             if slot_type != type_name or type(index) is not int or not 0 <= index <= MAX_INSTANCE_INDEX:
-                raise _Bad(f"slot {_show(slot)} is not an instance of {type_name} (index 0..{MAX_INSTANCE_INDEX})")
+                raise BadField(f"slot {show(slot)} is not an instance of {type_name} (index 0..{MAX_INSTANCE_INDEX})")
             out.append((_predicate(pred, Slot(type_name, index)), Slot(type_name, index)))
-        except _Bad as bad:
+        except BadField as bad:
             raise bad.at(i)
     return tuple(out)
 
@@ -492,22 +473,22 @@ def _filter(v: Any) -> Filter:
         try:
             type_name, alts = _array(entry, "[type, alternatives]", 2)
             if _name(type_name) in alternatives:
-                raise _Bad(f"type {type_name} listed twice")
-        except _Bad as bad:
+                raise BadField(f"type {type_name} listed twice")
+        except BadField as bad:
             raise bad.at(i)
         try:
             decoded = []
             for k, alt in enumerate(_array(alts, "an array of alternatives")):
                 try:
                     decoded.append(_alternative(alt, type_name))
-                except _Bad as bad:
+                except BadField as bad:
                     raise bad.at(k)
             unique = frozenset(decoded)
             if len(unique) != len(decoded):
-                raise _Bad("an alternative listed twice")
+                raise BadField("an alternative listed twice")
             if () in unique and len(unique) > 1:  # Filter keeps "accept all" alone (filters._normal)
-                raise _Bad("the empty alternative (accept all) with others")
-        except _Bad as bad:
+                raise BadField("the empty alternative (accept all) with others")
+        except BadField as bad:
             raise bad.at(type_name)
         alternatives[type_name] = ACCEPT_ALL if unique == ACCEPT_ALL else unique
     return Filter(alternatives)
@@ -525,24 +506,24 @@ def _json(v: Any, depth: int) -> None:
         _any_int(v)
     elif t is float:
         if not math.isfinite(v):
-            raise _Bad(f"{v!r} is not a finite number")
+            raise BadField(f"{v!r} is not a finite number")
     elif t is list or t is dict:
         if depth > MAX_DEPTH:
-            raise _Bad(f"nested deeper than {MAX_DEPTH}")
+            raise BadField(f"nested deeper than {MAX_DEPTH}")
         for key, item in v.items() if t is dict else enumerate(v):
             if type(key) is not str and t is dict:
-                raise _Bad(f"map key {_show(key)} is not a string")
+                raise BadField(f"map key {show(key)} is not a string")
             try:
                 _json(item, depth + 1)
-            except _Bad as bad:
+            except BadField as bad:
                 raise bad.at(key)
     else:
-        raise _Bad(f"{_what(v)} is not JSON data")
+        raise BadField(f"{_what(v)} is not JSON data")
 
 
 def _snapshot(v: Any) -> dict[str, Any]:
     if type(v) is not dict:
-        raise _Bad(f"expected a snapshot (a map), got {_what(v)}")
+        raise BadField(f"expected a snapshot (a map), got {_what(v)}")
     _json(v, 1)
     return v
 
@@ -555,9 +536,9 @@ def _by_role(decode: Decoder) -> Decoder:
                 role, value = _array(pair, "[role, value]", 2)
                 key = _role(role)
                 if key in out:
-                    raise _Bad(f"role {list(key)} listed twice")
+                    raise BadField(f"role {list(key)} listed twice")
                 out[key] = decode(value)
-            except _Bad as bad:
+            except BadField as bad:
                 raise bad.at(i)
         return out
 
@@ -575,7 +556,7 @@ class _Field(NamedTuple):
 
 def _builder(cls: type, n: int) -> Callable[[tuple[Decoder, ...], list[Any]], Any]:
     """``build(decoders, values)``: ``cls`` of the ``n`` values, each through its decoder, a
-    :class:`_Bad` going up as it is. Generated code, to spare the loop over the fields (about a
+    :class:`BadField` going up as it is. Generated code, to spare the loop over the fields (about a
     seventh of the time decoding a ``Forward`` took). Only ``n`` goes into the source."""
     ds, vs = ", ".join(f"d{i}" for i in range(n)), ", ".join(f"v{i}" for i in range(n))
     args = ", ".join(f"d{i}(v{i})" for i in range(n))
@@ -611,19 +592,19 @@ class _Record:
         if len(values) == len(self.names):
             try:
                 return self.build(self.decoders, values)
-            except _Bad:
+            except BadField:
                 pass  # the decoders are pure: the loop below meets the problem again and names its field
         if len(values) != len(self.names):
             if len(values) < len(self.names):
-                raise _Bad(f"missing field(s) {', '.join(self.names[len(values) :])}")
-            raise _Bad(
+                raise BadField(f"missing field(s) {', '.join(self.names[len(values) :])}")
+            raise BadField(
                 f"{len(values) - len(self.names)} extra field(s) after its {len(self.names)} ({', '.join(self.names)})"
             )
         args = []
         for name, decode, value in zip(self.names, self.decoders, values):
             try:
                 args.append(decode(value))
-            except _Bad as bad:
+            except BadField as bad:
                 raise bad.at(name)
         return self.cls(*args)
 
@@ -658,7 +639,7 @@ def _decisions(v: Any) -> tuple[Decision, ...]:
     for i, item in enumerate(_array(v, "an array of decisions")):
         try:
             out.append(_decision(item))
-        except _Bad as bad:
+        except BadField as bad:
             raise bad.at(i)
     return tuple(out)
 
@@ -746,17 +727,17 @@ def decode(data: bytes) -> Message:
     except Exception as exc:  # msgpack raises several kinds (ValueError, StackError, UnicodeDecodeError...)
         raise WireError(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
     if type(items) is not list or len(items) < 2:
-        raise WireError(f"expected a message [version, kind, fields...], got {_what(items)} {_show(items)}")
+        raise WireError(f"expected a message [version, kind, fields...], got {_what(items)} {show(items)}")
     version, code = items[0], items[1]
     if type(version) is not int or version != VERSION:
-        raise WireError(f"unknown format version {_show(version)} (this side reads version {VERSION})")
+        raise WireError(f"unknown format version {show(version)} (this side reads version {VERSION})")
     record = _BY_CODE.get(code) if type(code) is int else None
     if record is None:
-        raise WireError(f"unknown message kind {_show(code)}")
+        raise WireError(f"unknown message kind {show(code)}")
     name = record.cls.__name__
     try:
         msg: Message = record.decode(items[2:])
-    except _Bad as bad:
+    except BadField as bad:
         raise WireError(f"{name}{'.' + bad.where() if bad.path else ''}: {bad.reason}") from None
     except Exception as exc:  # a bug here must cost one message, not the receiving process
         raise WireError(f"{name}: internal error while decoding ({type(exc).__name__}: {exc})") from exc

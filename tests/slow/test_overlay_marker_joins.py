@@ -14,13 +14,9 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
+from simulated_runs import judged
 
-from faidecs.overlay.audit import expected_deliveries
 from faidecs.overlay.generate import COMBINATIONS, random_marker_deployment
-from faidecs.overlay.report import kept_properties
-from faidecs.overlay.scenario import SimConfig
-from faidecs.overlay.simulator import Simulation
-from faidecs.properties import check
 
 RUNS = int(os.environ.get("FAIDECS_MARKER_RUNS", "1000"))
 CHUNKS = 16
@@ -30,38 +26,13 @@ def _judge(seed: int) -> tuple[list[str], Counter[str]]:
     combination = COMBINATIONS[seed % len(COMBINATIONS)]
     staged = seed % 5 == 4
     scenario = random_marker_deployment(random.Random(f"marker:{seed}"), combination, staged=staged)
-    simulation = Simulation(scenario, SimConfig(seed=seed, matcher="reference"))
-    result = simulation.run()
-    where = (
-        f"seed {seed} ({combination}{', staged' if staged else ''}; faults: {[f.describe() for f in scenario.faults]})"
-    )
-    problems = [f"{where}: {g.describe()}" for g in result.gaps]
-    problems += [
-        f"{where}: {p} violated"
-        for p in check(result.log, kept_properties(simulation.subscriptions.values())).violated()
-    ]
+    result, problems = judged(scenario, seed, f"{combination}{', staged' if staged else ''}")
     counts: Counter[str] = Counter()
     for name, client in result.clients.items():
-        got = [(d.conjunction, d.relation) for d in result.log.delivered if d.process == name]
-        if client.joined_from is not None:
-            time = result.log.joined[name][0]
-            want = [
-                (d.conjunction, d.relation)
-                for d in result.log.delivered
-                if d.process == client.joined_from and d.time > time
-            ]
-        else:
-            want = expected_deliveries(result, name)
-        if name in result.log.left:
-            want = want[: len(got)]
-        if client.joined_from in result.log.left:
-            got = got[: len(want)]
-        if got != want:
-            problems.append(f"{where}: {name} delivered {len(got)} relations, the engine on its stream {len(want)}")
         if client.marker:
             counts.update(s.how for s in client.streams.values())
             counts["joiners"] += 1
-            counts["delivering joiners"] += bool(got)
+            counts["delivering joiners"] += any(d.process == name for d in result.log.delivered)
     return problems, counts
 
 

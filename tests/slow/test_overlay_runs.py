@@ -10,13 +10,9 @@ import random
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
+from simulated_runs import judged
 
-from faidecs.overlay.audit import expected_deliveries
 from faidecs.overlay.generate import COMBINATIONS, random_deployment
-from faidecs.overlay.report import kept_properties
-from faidecs.overlay.scenario import SimConfig
-from faidecs.overlay.simulator import Simulation
-from faidecs.properties import check
 
 RUNS = int(os.environ.get("FAIDECS_OVERLAY_RUNS", "2000"))
 CHUNKS = 16
@@ -26,33 +22,7 @@ def _problems(seed: int) -> list[str]:
     combination = COMBINATIONS[seed % len(COMBINATIONS)]
     staged = seed % 5 == 4
     scenario = random_deployment(random.Random(f"overlay:{seed}"), combination, staged=staged)
-    simulation = Simulation(scenario, SimConfig(seed=seed, matcher="reference"))
-    result = simulation.run()
-    where = (
-        f"seed {seed} ({combination}{', staged' if staged else ''}; faults: {[f.describe() for f in scenario.faults]})"
-    )
-    problems = [f"{where}: {g.describe()}" for g in result.gaps]
-    kept = kept_properties(simulation.subscriptions.values())
-    problems += [f"{where}: {p} violated" for p in check(result.log, kept).violated()]
-    for name, client in result.clients.items():
-        got = [(d.conjunction, d.relation) for d in result.log.delivered if d.process == name]
-        if client.joined_from is not None:
-            time = result.log.joined[name][0]
-            want = [
-                (d.conjunction, d.relation)
-                for d in result.log.delivered
-                if d.process == client.joined_from and d.time > time
-            ]
-        else:
-            want = expected_deliveries(result, name)
-        # A leaver stops early; a joiner whose peer left continues after it.
-        if name in result.log.left:
-            want = want[: len(got)]
-        if client.joined_from in result.log.left:
-            got = got[: len(want)]
-        if got != want:
-            problems.append(f"{where}: {name} delivered {len(got)} relations, the engine on its stream {len(want)}")
-    return problems
+    return judged(scenario, seed, f"{combination}{', staged' if staged else ''}")[1]
 
 
 def _chunk(seeds: range) -> list[str]:

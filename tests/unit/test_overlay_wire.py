@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from faidecs.fieldpath import BadField
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import ArithOp, Attribute, AttrOf, Const, EventType, Kind, Negate, Predicate, Slot, Value
 from faidecs.matching.engine import Engine
@@ -859,5 +860,5 @@ def test_what_msgpack_cannot_carry_still_meets_the_validator(index: int, value: 
     if words is None:
         assert wire_module._event(raw).values[1] == float(2**53 + 1)
         return
-    with pytest.raises(wire_module._Bad, match=f"invalid event: .*{re.escape(words)}"):
+    with pytest.raises(BadField, match=f"invalid event: .*{re.escape(words)}"):
         wire_module._event(raw)

@@ -1,0 +1,41 @@
+"""Judging one seeded simulated deployment, shared by the seeded-run tests of the overlay
+(test_overlay_runs, test_overlay_marker_joins): the stream audit, the properties the options keep,
+and per subscriber the deliveries its stream owes it (a peer's after the join, else the embedded
+engine's on its stream)."""
+
+from __future__ import annotations
+
+from faidecs.overlay.audit import expected_deliveries
+from faidecs.overlay.report import kept_properties
+from faidecs.overlay.scenario import Scenario, SimConfig
+from faidecs.overlay.simulator import SimResult, Simulation
+from faidecs.properties import check
+
+
+def judged(scenario: Scenario, seed: int, label: str) -> tuple[SimResult, list[str]]:
+    """Run ``scenario`` with ``seed``; the result and every problem found, each naming the run."""
+    simulation = Simulation(scenario, SimConfig(seed=seed, matcher="reference"))
+    result = simulation.run()
+    where = f"seed {seed} ({label}; faults: {[f.describe() for f in scenario.faults]})"
+    problems = [f"{where}: {g.describe()}" for g in result.gaps]
+    kept = kept_properties(simulation.subscriptions.values())
+    problems += [f"{where}: {p} violated" for p in check(result.log, kept).violated()]
+    for name, client in result.clients.items():
+        got = [(d.conjunction, d.relation) for d in result.log.delivered if d.process == name]
+        if client.joined_from is not None:
+            time = result.log.joined[name][0]
+            want = [
+                (d.conjunction, d.relation)
+                for d in result.log.delivered
+                if d.process == client.joined_from and d.time > time
+            ]
+        else:
+            want = expected_deliveries(result, name)
+        # A leaver stops early; a joiner whose peer left continues after it.
+        if name in result.log.left:
+            want = want[: len(got)]
+        if client.joined_from in result.log.left:
+            got = got[: len(want)]
+        if got != want:
+            problems.append(f"{where}: {name} delivered {len(got)} relations, the engine on its stream {len(want)}")
+    return result, problems
