@@ -22,6 +22,21 @@ from faidecs.ordering.network import Network
 from faidecs.runlog import RunLog, RunRecorder
 
 
+#: What every run of an ordering layer keeps, whatever the processes' semantic options: the
+#: layer's own promise and what it hands out, and what any deterministic engine keeps on a stream of
+#: distinct published events. Conjunction Agreement holds because two processes with one
+#: conjunction are handed its types' events in one order (TNO) and, when both are present
+#: throughout, all of them (Validity).
+KEPT_ON_EVERY_LAYER = (
+    "Total Notification Order",
+    "Notification Integrity",
+    "Notification Validity",
+    "No Creation",
+    "Admission",
+    "Conjunction Agreement",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Publication:
     time: float

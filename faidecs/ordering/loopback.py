@@ -65,6 +65,7 @@ from faidecs.ordering.network import Network
 from faidecs.ordering.realnet import RealNetwork
 from faidecs.ordering.wire import OrderingCodec
 from faidecs.overlay.certificates import Keys, create_keys
+from faidecs.overlay.launcher import stop_processes
 from faidecs.overlay.transport import Transport
 from faidecs.runlog import Delivered, Notified, Published, RunLog, merge_runlogs
 
@@ -425,16 +426,7 @@ class LoopbackRun:
         return self.statuses()
 
     def stop(self, timeout: float = 10) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        deadline = time.monotonic() + timeout
-        for proc in self.procs.values():
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self.procs.values(), timeout)
 
     def logs(self) -> dict[str, RunLog]:
         return {

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from faidecs.errors import FaidecsError
 from faidecs.overlay.deployment import Deployment, load_deployment
@@ -28,6 +28,26 @@ from faidecs.runlog import RunLog, merge_runlogs
 
 class LaunchError(FaidecsError):
     """A process that would not start or a run folder that cannot be used: says which and why."""
+
+
+def stop_processes(procs: Iterable[subprocess.Popen[bytes]], timeout: float = 10) -> None:
+    """SIGTERM each live process (after SIGCONT: a paused process cannot act on SIGTERM), then
+    SIGKILL those still running ``timeout`` seconds later."""
+    procs = list(procs)
+    for proc in procs:
+        if proc.poll() is None:
+            try:
+                proc.send_signal(signal.SIGCONT)
+                proc.terminate()
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 class LocalDeployment:
@@ -134,20 +154,7 @@ class LocalDeployment:
     def stop(self, timeout: float = 10) -> None:
         """SIGTERM every process (each writes its final record and leaves its ZooKeeper session),
         SIGKILL those that do not exit in time, then stop ZooKeeper if it was started here."""
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                try:
-                    proc.send_signal(signal.SIGCONT)  # a paused process cannot act on SIGTERM
-                    proc.terminate()
-                except ProcessLookupError:
-                    pass
-        deadline = time.monotonic() + timeout
-        for proc in self.procs.values():
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_processes(self.procs.values(), timeout)
         if self.server is not None:
             self.server.stop()
         self._save()

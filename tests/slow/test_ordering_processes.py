@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from faidecs.ordering.atoms import AtomsLayer
-from faidecs.ordering.harness import Publication, Workload, run_layer
+from faidecs.ordering.harness import KEPT_ON_EVERY_LAYER, Publication, Workload, run_layer
 from faidecs.ordering.layer import OrderingLayer
 from faidecs.ordering.loopback import LoopbackRun, write_plan
 from faidecs.ordering.multistage import MultistageLayer
@@ -26,14 +26,7 @@ from faidecs.runlog import RunLog
 
 pytestmark = pytest.mark.slow
 
-MUST_HOLD = [
-    "Total Notification Order",
-    "Notification Integrity",
-    "Notification Validity",
-    "No Creation",
-    "Admission",
-    "Conjunction Agreement",
-]
+MUST_HOLD = list(KEPT_ON_EVERY_LAYER)
 TYPES = "".join(f"type T{k}(x: int)\n" for k in range(1, 7))
 SUBSCRIPTIONS = {
     "p0": "subscription p0 (matching MR, disposal FP): T1 and T2",

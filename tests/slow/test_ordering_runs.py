@@ -14,7 +14,7 @@ import pytest
 
 from faidecs.ordering.atoms import AtomsLayer
 from faidecs.ordering.generate import random_workload
-from faidecs.ordering.harness import run_layer
+from faidecs.ordering.harness import KEPT_ON_EVERY_LAYER, run_layer
 from faidecs.ordering.layer import OrderingLayer
 from faidecs.ordering.multistage import MultistageLayer
 from faidecs.properties import check
@@ -24,18 +24,7 @@ pytestmark = pytest.mark.slow
 
 RUNS = int(os.environ.get("FAIDECS_ORDERING_RUNS", "1000"))
 
-#: What every run must keep, whatever the processes' semantic options: the layer's own promise, and
-#: what any deterministic engine keeps on a stream of distinct published events. Conjunction
-#: Agreement holds because two processes with one conjunction are handed its types' events in one
-#: order (TNO) and, when both are present throughout, all of them (Validity).
-MUST_HOLD = [
-    "Total Notification Order",
-    "Notification Integrity",
-    "Notification Validity",
-    "No Creation",
-    "Admission",
-    "Conjunction Agreement",
-]
+MUST_HOLD = list(KEPT_ON_EVERY_LAYER)
 
 LAYERS: dict[str, Callable[[], OrderingLayer]] = {
     "multistage": MultistageLayer,
