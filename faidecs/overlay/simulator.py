@@ -24,6 +24,7 @@ from faidecs.errors import EventError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Subscription
 from faidecs.matching.events import Event, EventValidator
+from faidecs.ordering.latch.receiver import LatchStats
 from faidecs.overlay.audit import StreamGap, stream_gaps
 from faidecs.overlay.coordination import SimulatedCoordination
 from faidecs.overlay.host import ServerHost
@@ -34,7 +35,6 @@ from faidecs.overlay.replica import MergerReplica
 from faidecs.overlay.roles import Role, ancestry, conjunction_role, is_root, role_name, role_of
 from faidecs.overlay.scenario import Fault, Joiner, Scenario, SimConfig
 from faidecs.overlay.subscriber import SubscriberClient
-from faidecs.ordering.latch.receiver import LatchStats
 from faidecs.runlog import Notified, Published, RunLog, RunRecorder
 
 COORDINATOR = "coordinator"
