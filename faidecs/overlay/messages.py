@@ -49,6 +49,17 @@ class Publish:
     event: Event
 
 
+@dataclass(frozen=True, slots=True)
+class Fetch:
+    """Root merger replica -> its peers: send me the publication decided at ``position``, which
+    never reached me (a lossy input path lost it, or my latch stage dropped it as late). A peer
+    that holds it answers with the :class:`Publish` itself; nothing is sent otherwise."""
+
+    role: Role
+    replica: str
+    position: int
+
+
 # --- merger -> consumers (child merger replicas, subscribers) ------------------------------------
 
 
@@ -253,6 +264,7 @@ Message = Union[
     JoinState,
     MarkerRequest,
     MarkerReply,
+    Fetch,
 ]
 
 #: A message to send: (destination process, message).
@@ -269,6 +281,7 @@ __all__ = [
     "EntryKind",
     "EpochQuery",
     "EpochState",
+    "Fetch",
     "Forward",
     "Holds",
     "JoinRequest",

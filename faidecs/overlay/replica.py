@@ -48,6 +48,7 @@ from faidecs.overlay.messages import (
     EntryKind,
     EpochQuery,
     EpochState,
+    Fetch,
     Forward,
     Holds,
     LeaderChange,
@@ -94,12 +95,30 @@ class MergerReplica:
         ack_every: int = 50,
         on_commit: CommitHook | None = None,
         amnesic: bool = False,
+        lossy_inputs: bool = False,
+        fifo_inputs: bool = False,
     ):
         """``amnesic``: this replica ran before and lost its log (a restarted process). Until a
         leader gives it the role's log it has no say in a recovery: its empty log would let a new
-        leader drop committed decisions."""
+        leader drop committed decisions.
+
+        ``lossy_inputs`` (a root merger whose publishers send over an unordered, lossy path,
+        docs/ordering-latch-stage.md): a publication decided by the leader may never reach this
+        replica, so it asks its peers for the payload of each committed position it lacks
+        (:class:`Fetch`, once per ``retry_every``) instead of waiting for it for ever.
+        ``fifo_inputs``: the leader never decides a publisher's event below one of that
+        publisher's it already decided (a late input, counted in ``late_inputs`` and never
+        ordered), so the decided events of each publisher stay in seq order across leader changes
+        too. Both are off on the overlay's own reliable FIFO links, where they change nothing."""
         self.role = role
         self.amnesic = amnesic
+        self.lossy_inputs = lossy_inputs
+        self.fifo_inputs = fifo_inputs
+        self.highest: dict[str, int] = {}  # fifo_inputs: publisher -> highest decided seq
+        self.late_inputs = 0
+        self.fetched_at = -retry_every
+        self.fetch_from = 0  # positions before it have their payloads (lossy_inputs)
+        self.fetches = 0
         self.me = me
         self.placement = placement
         self.replicas = placement(role)
@@ -197,6 +216,8 @@ class MergerReplica:
             return self._forward(now)
         if isinstance(msg, MarkerRequest):
             return self._on_marker_request(msg, now)
+        if isinstance(msg, Fetch):
+            return self._on_fetch(msg)
         if isinstance(msg, Disconnect):
             # Sent to every replica: a consumer that left must not hold back dropping payloads.
             self.links.pop((msg.consumer, msg.process), None)
@@ -240,6 +261,8 @@ class MergerReplica:
             if serves_subscribers and now - self.last_decided_at >= self.heartbeat_every:
                 out += self._decide("heartbeat", now)
             out += self._drive_pending(now)
+        if self.lossy_inputs and now - self.fetched_at >= self.retry_every:
+            out += self._fetch_missing(now)
         return out
 
     def is_leading(self) -> bool:
@@ -268,6 +291,12 @@ class MergerReplica:
         self.items[k] = payload
         self.arrivals.append(k)
         out = self._decide_arrivals(now) if self.is_leading() else []
+        if self.lossy_inputs and k in self.decided:  # a payload this replica lacked: it now holds more
+            if self.is_leading():
+                self.holds[self.me] = self.held()
+                out += self._advance_commit(now)
+            elif self.status == "normal" and self.leader is not None:
+                out.append((self.leader, Holds(self.role, self.epoch, self.me, self.held())))
         return out + self._forward(now)
 
     def _read_from(self, side: str, now: int) -> list[Send]:
@@ -298,7 +327,7 @@ class MergerReplica:
         d = Decision(len(self.decisions), self.epoch, ts, kind, source, key, consumer, request, filter)
         self._append(d)
         self.last_decided_at = now
-        self.holds[self.me] = len(self.decisions)
+        self.holds[self.me] = self.held()
         out: list[Send] = [(p, Decide(self.role, self.epoch, d, self.commit)) for p in self.replicas if p != self.me]
         return out + self._advance_commit(now)
 
@@ -314,6 +343,8 @@ class MergerReplica:
             if isinstance(payload, Filter):
                 out += self._decide("upmark", now, source=k[0], key=k[1], filter=payload)
                 upmarked = True
+            elif self.fifo_inputs and k[1] <= self.highest.get(k[0], -1):
+                self.late_inputs += 1  # a later one of its publisher is decided: never ordered
             else:
                 out += self._decide("event", now, source=k[0], key=k[1])
         if upmarked:
@@ -329,11 +360,14 @@ class MergerReplica:
         self.last_ts = max(self.last_ts, d.ts)
         if d.kind in ("event", "upmark"):
             self.decided.add((d.source, d.key))
+        if d.kind == "event" and self.fifo_inputs:
+            self.highest[d.source] = max(self.highest.get(d.source, -1), d.key)
         if d.kind == "mark" and d.filter is not None:
             self.marks.setdefault(d.consumer, []).append((d.position, d.filter, d.request))
 
     def _rebuild(self, decisions: list[Decision]) -> None:
         self.decisions, self.decided, self.marks = [], set(), {}
+        self.highest, self.fetch_from = {}, 0
         self.last_ts = 0
         for d in decisions:
             self._append(d)
@@ -466,9 +500,9 @@ class MergerReplica:
         if d.position > len(self.decisions):
             # Decisions were lost on the way (the link was dropped while this process was thought
             # down): say what we hold; the leader resends from there.
-            return [(sender, Holds(self.role, self.epoch, self.me, len(self.decisions)))]
+            return [(sender, Holds(self.role, self.epoch, self.me, self.held()))]
         self._append(d)
-        out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, len(self.decisions)))]
+        out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, self.held()))]
         return out + self._set_commit(min(msg.commit, len(self.decisions) - 1), now)
 
     def _on_holds(self, msg: Holds, now: int) -> list[Send]:
@@ -520,7 +554,9 @@ class MergerReplica:
         return out + self._maybe_recover(now)
 
     def _state(self) -> EpochState:
-        return EpochState(self.role, self.epoch, self.me, self.log_epoch, tuple(self.decisions), self.commit)
+        # With lossy inputs a replica vouches only for the decisions whose payloads it holds, as
+        # its Holds do: a committed one is then in a majority's answers, payload and all.
+        return EpochState(self.role, self.epoch, self.me, self.log_epoch, tuple(self.decisions[: self.held()]), self.commit)
 
     def _on_epoch_query(self, msg: EpochQuery) -> list[Send]:
         if msg.epoch < self.epoch:
@@ -548,7 +584,7 @@ class MergerReplica:
         self._rebuild(list(best.decisions))
         self.log_epoch = self.epoch
         self.status = "normal"
-        self.holds = {self.me: len(self.decisions)}
+        self.holds = {self.me: self.held()}
         log = tuple(self.decisions)
         out: list[Send] = [(p, NewLog(self.role, self.epoch, log, commit)) for p in self.replicas if p != self.me]
         out += self._set_commit(min(commit, len(self.decisions) - 1), now)
@@ -566,7 +602,7 @@ class MergerReplica:
         self.epoch, self.leader, self.log_epoch, self.status = msg.epoch, sender, msg.epoch, "normal"
         self.amnesic = False
         self._rebuild(list(msg.decisions))
-        out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, len(self.decisions)))]
+        out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, self.held()))]
         return out + self._set_commit(min(msg.commit, len(self.decisions) - 1), now) + self._forward(now)
 
     def _on_down(self, process: str, now: int) -> list[Send]:
@@ -581,6 +617,45 @@ class MergerReplica:
                 self.reading[side] = None
                 out += self._read_from(side, now)
         return out
+
+    # --- inputs a lossy path lost (lossy_inputs) ----------------------------------------------------
+
+    def held(self) -> int:
+        """How many decisions this replica holds: all of them, or with ``lossy_inputs`` those
+        before the first whose payload never arrived (what Holds and EpochState report, so that
+        a committed publication is held, payload and all, by a majority). O(1) amortised."""
+        if not self.lossy_inputs:
+            return len(self.decisions)
+        while self.fetch_from < len(self.decisions):
+            d = self.decisions[self.fetch_from]
+            if d.kind == "event" and (d.source, d.key) not in self.items:
+                break
+            self.fetch_from += 1
+        return self.fetch_from
+
+    def _fetch_missing(self, now: int, limit: int = 64) -> list[Send]:
+        """Ask the peers for the payloads of decided positions that never arrived here."""
+        start = self.held()
+        missing = [
+            p
+            for p in range(start, len(self.decisions))
+            if self.decisions[p].kind == "event" and (self.decisions[p].source, self.decisions[p].key) not in self.items
+        ][:limit]
+        if not missing:
+            return []
+        self.fetched_at = now
+        self.fetches += len(missing)
+        peers = [r for r in self.replicas if r != self.me and r not in self.down]
+        return [(peer, Fetch(self.role, self.me, p)) for p in missing for peer in peers]
+
+    def _on_fetch(self, msg: Fetch) -> list[Send]:
+        if msg.position >= len(self.decisions):
+            return []
+        d = self.decisions[msg.position]
+        payload = self.items.get((d.source, d.key)) if d.kind == "event" else None
+        if not isinstance(payload, Event):
+            return []  # not here either, or dropped after every acknowledgement
+        return [(msg.replica, Publish(d.source, d.key, payload))]
 
     # --- downstream -----------------------------------------------------------------------------
 

@@ -71,6 +71,32 @@ class Scenario:
     leavers: list[tuple[str, int]] = field(default_factory=list)  # (subscriber, time it leaves)
 
 
+class LatchSpec(BaseModel):
+    """The latch-time FIFO stage (seed 002) in front of each root merger replica, one receiver per
+    (replica, publisher): see :class:`faidecs.ordering.latch.LatchConfig`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    p_t: float = Field(default=0.05, gt=0.0, le=0.5)
+    late: Literal["drop", "deliver"] = "drop"
+
+
+class InputPath(BaseModel):
+    """Publishers reach the root merger replicas over an unordered, lossy path instead of the
+    overlay's reliable FIFO links (docs/ordering-latch-stage.md): each copy of a ``Publish``
+    crosses ``hops`` brokers, each adding an independent exponential delay of mean
+    ``mean_hop_delay`` ms (so copies overtake each other) and dropping it with probability
+    ``loss``. ``latch``: the latch stage that restores per-publisher FIFO order at each replica;
+    None hands the raw reordered stream to the replicas."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hops: int = Field(default=3, ge=1)
+    mean_hop_delay: float = Field(default=5.0, ge=0.0)
+    loss: float = Field(default=0.0, ge=0.0, lt=1.0)
+    latch: LatchSpec | None = LatchSpec()
+
+
 class SimConfig(BaseModel):
     """Timing of a simulated deployment, in virtual milliseconds."""
 
@@ -89,6 +115,8 @@ class SimConfig(BaseModel):
     ack_every: int = Field(default=50, ge=1)
     settle: int = Field(default=3000, ge=1)
     matcher: Literal["compiled", "reference"] = "compiled"
+    #: None: publishers send over reliable FIFO links, as the overlay assumes
+    input_path: InputPath | None = None
 
     @model_validator(mode="after")
     def _delays(self) -> "SimConfig":
@@ -97,4 +125,4 @@ class SimConfig(BaseModel):
         return self
 
 
-__all__ = ["Fault", "FaultKind", "JoinMode", "Joiner", "Reaction", "Scenario", "SimConfig"]
+__all__ = ["Fault", "FaultKind", "InputPath", "JoinMode", "Joiner", "LatchSpec", "Reaction", "Scenario", "SimConfig"]

@@ -2,7 +2,9 @@
 
 Servers host merger replicas (placed by :func:`~faidecs.overlay.placement.place`), subscriber
 processes run :class:`~faidecs.overlay.subscriber.SubscriberClient`, publishers send to the root
-mergers. Links are FIFO with seeded random delays; a partition holds the messages across it until
+mergers. Links are FIFO with seeded random delays (with ``SimConfig.input_path``, publishers reach the root
+mergers over an unordered, lossy path instead, through a latch stage at each server:
+docs/ordering-latch-stage.md); a partition holds the messages across it until
 it heals; a crashed process loses what is sent to it; a paused one finds it waiting when it
 resumes. The coordination service is :class:`SimulatedCoordination`. Everything random comes from
 one ``random.Random(seed)``, so a run is reproduced exactly from its scenario, configuration and
@@ -22,16 +24,18 @@ from faidecs.errors import EventError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Subscription
 from faidecs.matching.events import Event, EventValidator
+from faidecs.ordering.latch.receiver import LatchStats
 from faidecs.overlay.audit import StreamGap, stream_gaps
 from faidecs.overlay.coordination import SimulatedCoordination
 from faidecs.overlay.host import ServerHost
+from faidecs.overlay.inputstage import InputStage, InputStamper, Latched, latch_config
 from faidecs.overlay.messages import Decision, Message, Publish, Send
 from faidecs.overlay.placement import place
 from faidecs.overlay.replica import MergerReplica
-from faidecs.overlay.roles import Role, ancestry, conjunction_role, is_root, role_of
+from faidecs.overlay.roles import Role, ancestry, conjunction_role, is_root, role_name, role_of
 from faidecs.overlay.scenario import Fault, Joiner, Scenario, SimConfig
 from faidecs.overlay.subscriber import SubscriberClient
-from faidecs.runlog import RunLog, RunRecorder
+from faidecs.runlog import Notified, Published, RunLog, RunRecorder
 
 COORDINATOR = "coordinator"
 
@@ -59,6 +63,30 @@ class SimResult:
     published_at: dict[str, int] = field(default_factory=dict)  # event id -> when its publisher sent it
     joined_at: dict[str, int] = field(default_factory=dict)  # joiner -> when it asked to join (virtual ms)
     first_delivery_at: dict[str, int] = field(default_factory=dict)  # process -> its first delivery (virtual ms)
+    #: every publication its publisher sent, in send order (the run log has those ordered)
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    #: input_path: (server, root role, publisher) -> the latch receiver's counters
+    latch: dict[tuple[str, Role, str], LatchStats] = field(default_factory=dict)
+    lost_on_path: int = 0  # copies of publications the lossy path dropped
+
+    def input_log(self) -> RunLog:
+        """The root mergers' input as a run log of its own: every publication sent, and per root
+        role (a process named after it, subscribing to its type) a ``notify`` record per event its
+        committed stream ordered, in that order. Notification FIFO Order counts the per-publisher
+        FIFO violations at the roots' input; an event sent but never notified was never ordered."""
+        roots = [r for r in self.roles if is_root(r)]
+        out = RunLog(self.log.types_source, {role_name(r): f"subscription R: {r[0]}" for r in roots})
+        time = 0
+        for event in self.sent:
+            time += 1
+            out.published.append(Published(time, event))
+        for r in roots:
+            for d in self.log_of(r):
+                e = self.root_events.get((r, d.position)) if d.kind == "event" else None
+                if e is not None:
+                    time += 1
+                    out.notified.append(Notified(time, role_name(r), e.id))
+        return out
 
     def stale_rejected(self) -> int:
         return sum(r.stale_rejected for reps in self.replicas.values() for r in reps.values())
@@ -144,6 +172,21 @@ class Simulation:
         self.late: set[str] = set()  # joiners: their start goes into the run log
         self.joined_at: dict[str, int] = {}
         self.first_delivery_at: dict[str, int] = {}
+        self.sent: list[dict[str, Any]] = []
+        # The lossy input path draws from its own generator: without it every run is as before.
+        path = config.input_path
+        self.input_rng = random.Random(f"{config.seed}:input") if path is not None else None
+        self.stages: dict[str, InputStage] = {}
+        self.stampers: dict[str, InputStamper] = {}
+        self.lost_on_path = 0
+        if path is not None:
+            latch = latch_config(path.latch.p_t, path.latch.late) if path.latch is not None else None
+            self.stages = {s: InputStage(latch) for s in self.servers}
+            for server, reps in self.replicas.items():
+                for role, r in reps.items():
+                    if is_root(role):
+                        r.lossy_inputs = True
+                        r.fifo_inputs = latch is not None and path.latch is not None and path.latch.late == "drop"
 
     # --- observer of the clients -----------------------------------------------------------------
 
@@ -203,7 +246,11 @@ class Simulation:
             self.inbox[dst].append((src, msg))
             return
         out: list[Send] = []
-        if dst in self.replicas:
+        if isinstance(msg, Latched):
+            for publish in self.stages[dst].receive(msg, float(self.now)):
+                out += self.hosts[dst].handle(src, publish, self.now)
+            self._arm_latch(dst)
+        elif dst in self.replicas:
             out = self.hosts[dst].handle(src, msg, self.now)
         elif dst in self.clients:
             out = self.clients[dst].handle(src, msg, self.now)
@@ -238,6 +285,8 @@ class Simulation:
                     self._send(payload, self.clients[payload].leave())
                     self.state[payload] = "left"
                     self.recorder.left(payload)
+            elif kind == "latch":
+                self._poll_latch(payload)
             elif kind == "fault":
                 self._fault(payload)
             elif kind == "resume":
@@ -259,7 +308,43 @@ class Simulation:
             raise ValueError(f"publication by {publisher} at {self.now} ms: {exc}") from None
         self.published_at.setdefault(validated.id, self.now)
         root = role_of([validated.type])
-        self._send(publisher, [(p, Publish(publisher, seq, validated)) for p in self.placement(root)])
+        message = Publish(publisher, seq, validated)
+        if self.config.input_path is not None:
+            self.sent.append({"id": validated.id, "type": validated.type, "attrs": validated.attrs, "publisher": publisher, "seq": seq})
+            self._lossy(publisher, root, message)
+            return
+        self._send(publisher, [(p, message) for p in self.placement(root)])
+
+    def _lossy(self, publisher: str, role: Role, publish: Publish) -> None:
+        """One publication's copies to the replicas of ``role`` over the lossy, reordering path."""
+        path = self.config.input_path
+        assert path is not None and self.input_rng is not None
+        stamp = self.stampers.setdefault(publisher, InputStamper(publisher)).stamp(role, float(self.now))
+        for dst in self.placement(role):
+            self.messages["Publish"] += 1
+            rng = self.input_rng
+            delay = 0.0
+            lost = False
+            for _ in range(path.hops):
+                delay += rng.expovariate(1.0 / path.mean_hop_delay) if path.mean_hop_delay > 0 else 0.0
+                lost = lost or (path.loss > 0 and rng.random() < path.loss)
+            if lost:
+                self.lost_on_path += 1
+                continue
+            self._at(self.now + self.config.min_delay + round(delay), "msg", (publisher, dst, Latched(role, stamp, publish)))
+
+    def _arm_latch(self, server: str) -> None:
+        due = self.stages[server].next_poll_ms()
+        if due is not None:
+            self._at(max(due, self.now), "latch", server)
+
+    def _poll_latch(self, server: str) -> None:
+        if self.state[server] != "up":
+            return  # a paused server polls when it resumes; a crashed one never
+        out: list[Send] = []
+        for publish in self.stages[server].poll(float(self.now)):
+            out += self.hosts[server].handle(publish.publisher, publish, self.now)
+        self._send(server, out)
 
     def _start_client(self, name: str, peer: str | None, marker: bool = False) -> None:
         client = SubscriberClient(
@@ -305,6 +390,8 @@ class Simulation:
         waiting, self.inbox[process] = self.inbox[process], []
         for src, msg in waiting:
             self._dispatch(process, src, msg)
+        if process in self.stages:
+            self._arm_latch(process)
         self._send(COORDINATOR, self.coordination.session_back(process))
         self._at(self.now + self.config.tick_every, "tick", process)
 
@@ -366,6 +453,9 @@ class Simulation:
             self.joined_at,
             self.first_delivery_at,
         )
+        result.sent = self.sent
+        result.latch = {(s, r, p): st for s, stage in self.stages.items() for (r, p), st in stage.stats().items()}
+        result.lost_on_path = self.lost_on_path
         result.gaps = stream_gaps(result)
         return result
 

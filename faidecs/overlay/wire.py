@@ -67,6 +67,7 @@ from faidecs.overlay.messages import (
     EntryKind,
     EpochQuery,
     EpochState,
+    Fetch,
     Forward,
     Holds,
     JoinRequest,
@@ -655,7 +656,7 @@ CODES: Final[dict[type, int]] = {
     cls: code
     for code, cls in enumerate(
         (Publish, Connect, Disconnect, Forward, Ack, Register, Decide, Holds, Commit, EpochQuery, EpochState)
-        + (NewLog, LeaderChange, Down, Up, JoinRequest, JoinState, MarkerRequest, MarkerReply),
+        + (NewLog, LeaderChange, Down, Up, JoinRequest, JoinState, MarkerRequest, MarkerReply, Fetch),
         start=1,
     )
 }
@@ -689,6 +690,7 @@ _LAYOUTS: dict[type, dict[str, _Field]] = {
         role=ROLE, consumer=STR, process=STR, filter=FILTER, heartbeats=_Field(_bool), after=_Field(_opt_from_m1)
     ),
     MarkerReply: dict(role=ROLE, consumer=STR, position=FROM_M1, ts=NAT, ok=_Field(_bool)),
+    Fetch: dict(role=ROLE, replica=STR, position=NAT),
 }
 _BY_CLASS = {cls: _Record(cls, (VERSION, code), **_LAYOUTS[cls]) for cls, code in CODES.items()}
 _BY_CODE = {code: _BY_CLASS[cls] for cls, code in CODES.items()}
