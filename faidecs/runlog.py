@@ -293,6 +293,18 @@ def merge_runlogs(logs: Iterable[tuple[str, RunLog]]) -> RunLog:
         base = len(log.published) + len(log.delivered)
         records += [(n.time, rank, base + k, n) for k, n in enumerate(log.notified)]
     records.sort(key=lambda r: r[:3])
+    # A publication of a UDP publisher is recorded by each root replica that commits it (its
+    # publisher cannot know whether it is ever ordered): the same record from several processes
+    # counts once, at its earliest time. Within one process a repeated record is kept (and judged).
+    first_by: dict[str, int] = {}
+    kept = []
+    for r in records:
+        if isinstance(r[3], Published):
+            rank = first_by.setdefault(json.dumps(r[3].event, sort_keys=True), r[1])
+            if rank != r[1]:
+                continue
+        kept.append(r)
+    records = kept
     times = [r[0] for r in records]
 
     def renumbered(time: int) -> int:

@@ -20,9 +20,13 @@ with the field's path::
     address = "tcp://127.0.0.1:7201"
     events = "events.jsonl"        # JSON lines, published in file order
     rate = 2000                    # events per second (0: as fast as the links take them)
+    # transport = "udp"            # sealed datagrams to the root replicas, latch stage in front
 
 Across hosts the same file is used with the hosts' addresses; each host runs its processes with
 ``faidecs overlay node``.
+
+UDP publishers (docs/ordering-latch-stage.md) reach each server at its host and port plus
+``udp_port_offset``; ``[latch]`` sets the latch stage in front of the root replicas.
 """
 
 from __future__ import annotations
@@ -82,8 +86,25 @@ class PublisherSpec(BaseModel):
     address: str
     events: str
     rate: float = Field(default=0, ge=0)
+    #: zmq: reliable FIFO links (CurveZMQ). udp: one sealed datagram per root replica, unordered and
+    #: lossy, with the latch stage in front of the root replicas (docs/ordering-latch-stage.md)
+    transport: Literal["zmq", "udp"] = "zmq"
+    #: udp, for tests: each datagram is dropped with this probability, or held back and sent after
+    #: the next one to the same server with probability ``udp_test_swap`` (seeded by the name)
+    udp_test_loss: float = Field(default=0, ge=0, le=1)
+    udp_test_swap: float = Field(default=0, ge=0, le=1)
 
     _check = field_validator("address")(_address)
+
+
+class LatchSettings(BaseModel):
+    """The latch stage in front of root replicas fed by UDP publishers (faidecs/ordering/latch)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True  # false: the raw arrival order goes in
+    p_t: float = Field(default=0.05, gt=0, le=0.5)  # the FIFO violation coefficient
+    late: Literal["drop", "deliver"] = "drop"  # a message after a later one was released
 
 
 class Deployment(BaseModel):
@@ -103,6 +124,9 @@ class Deployment(BaseModel):
     ordering: Literal["overlay", "sequencer", "raft"] = "overlay"
     #: raft: each server's Raft endpoint is its address's port plus this
     raft_port_offset: int = Field(default=1000, ge=1, le=65535)
+    #: UDP publishers: each server receives datagrams at its address's port plus this
+    udp_port_offset: int = Field(default=2000, ge=1, le=65535)
+    latch: LatchSettings = Field(default_factory=LatchSettings)
     servers: dict[str, str]
     subscribers: dict[str, SubscriberSpec] = Field(default_factory=dict)
     publishers: dict[str, PublisherSpec] = Field(default_factory=dict)
@@ -142,6 +166,13 @@ class Deployment(BaseModel):
                 raft = self.raft_address(server)
                 if int(raft.rsplit(":", 1)[1]) > 65535 or f"tcp://{raft}" in addresses:
                     raise ValueError(f"server {server}: its Raft address {raft} (raft_port_offset) is taken or no port")
+        if self.udp_publishers():
+            if self.ordering != "overlay":
+                raise ValueError('UDP publishers need ordering = "overlay"')
+            ports = [self.udp_address(server) for server in self.servers]
+            for server, (host, port) in zip(self.servers, ports):
+                if port > 65535 or ports.count((host, port)) > 1:
+                    raise ValueError(f"server {server}: its UDP port {port} (udp_port_offset) is taken or no port")
         for name, spec in self.subscribers.items():
             if spec.peer is not None and spec.peer not in self.subscribers:
                 raise ValueError(f"subscriber {name}: peer {spec.peer} is not a subscriber")
@@ -231,6 +262,14 @@ class Deployment(BaseModel):
         host, port = self.servers[server][len("tcp://") :].rsplit(":", 1)
         return f"{host}:{int(port) + self.raft_port_offset}"
 
+    def udp_address(self, server: str) -> tuple[str, int]:
+        """(host, port) where a server receives UDP publishers' datagrams."""
+        host, port = self.servers[server][len("tcp://") :].rsplit(":", 1)
+        return host.strip("[]"), int(port) + self.udp_port_offset
+
+    def udp_publishers(self) -> list[str]:
+        return [n for n, p in self.publishers.items() if p.transport == "udp"]
+
     def addresses(self) -> dict[str, str]:
         return {p: self.address(p) for p in self.processes()}
 
@@ -263,4 +302,4 @@ def load_deployment(path: Path) -> Deployment:
     return deployment
 
 
-__all__ = ["Deployment", "DeploymentError", "PublisherSpec", "SubscriberSpec", "Timing", "load_deployment"]
+__all__ = ["Deployment", "DeploymentError", "LatchSettings", "PublisherSpec", "SubscriberSpec", "Timing", "load_deployment"]

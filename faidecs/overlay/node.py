@@ -32,10 +32,11 @@ from faidecs.overlay.host import ServerHost
 from faidecs.overlay.messages import Ack, Commit, Down, Holds, Message, Publish, Send
 from faidecs.overlay.processlog import ProcessLog
 from faidecs.overlay.replica import MergerReplica, ProtocolError
-from faidecs.overlay.roles import role_name
+from faidecs.overlay.roles import is_root, role_name
 from faidecs.overlay.statusfile import StatusFile
 from faidecs.overlay.subscriber import SubscriberClient
 from faidecs.overlay.transport import Transport
+from faidecs.overlay.udp import UdpReceiver, UdpSender
 
 LOG = logging.getLogger("faidecs.overlay.node")
 COORDINATOR = "coordinator"
@@ -100,11 +101,19 @@ class Node:
         self.host: ServerHost | None = None
         self.client: SubscriberClient | None = None
         self.events: Iterator[dict[str, Any]] | None = None
+        self.udp_in: UdpReceiver | None = None
+        self.udp_out: UdpSender | None = None
+        self.sent_log: ProcessLog | None = None
+        udp_publishers = set(deployment.udp_publishers())
         roles: dict[Any, tuple[str, ...]] = {}
         if process in deployment.servers:
             replicas = {}
             for role in deployment.roles:
                 if process in deployment.placement(role) and deployment.ordering != "raft":
+                    # A root that UDP publishers feed: replicas may lose different inputs (lossy),
+                    # the leader never orders a publisher's event below one it ordered (fifo, with
+                    # the latch's drop policy), and the replica records what it commits of them.
+                    udp_root = bool(udp_publishers) and is_root(role)
                     replicas[role] = MergerReplica(
                         role,
                         process,
@@ -113,6 +122,9 @@ class Node:
                         retry_every=timing.retry_every,
                         retain=timing.retain,
                         ack_every=timing.ack_every,
+                        lossy_inputs=udp_root,
+                        fifo_inputs=udp_root and deployment.latch.enabled and deployment.latch.late == "drop",
+                        on_commit=self._committed if udp_root else None,
                     )
                     roles[role] = deployment.placement(role)
                 elif process in deployment.placement(role):  # Raft elects its leader: no candidacy
@@ -120,6 +132,8 @@ class Node:
 
                     replicas[role] = raft_replica(deployment, role, process)
             self.host = ServerHost(process, replicas, deployment.root_role)
+            if udp_publishers:
+                self.udp_in = UdpReceiver(deployment, process, keys, self.transport.rejected)
         elif subscription is not None:
             spec = deployment.subscribers[process]
             self.client = SubscriberClient(
@@ -139,8 +153,20 @@ class Node:
             self.events = self._read_events(deployment.path(self.publisher.events))
             self.validator = EventValidator(deployment.types)
             self.seq = 0
+            if process in udp_publishers:
+                spec = self.publisher
+                self.udp_out = UdpSender(deployment, process, keys, loss=spec.udp_test_loss, swap=spec.udp_test_swap)
+                # What it sent: apart from the run log, where root replicas record what they commit.
+                self.sent_log = ProcessLog(log_dir / f"{process}.sent", deployment.types_source(), process, None)
         from faidecs.overlay.zkcoordination import ZooKeeperMember
 
+        self.udp_publishers = udp_publishers
+        if self.udp_in is not None:
+            import zmq
+
+            self.poller = zmq.Poller()
+            self.poller.register(self.transport.inbox, zmq.POLLIN)
+            self.poller.register(self.udp_in.fileno(), zmq.POLLIN)
         self.member = ZooKeeperMember(
             zookeeper, deployment.name, process, roles, self.news.put, session_timeout=timing.session_timeout / 1000
         )
@@ -192,13 +218,17 @@ class Node:
             while not self.stopping.is_set():
                 now = now_ms()
                 wait = max(0, min(next_tick - now, self._publish_due(now)))
+                if self.udp_in is not None:
+                    latch = self.udp_in.wait_ms()
+                    wait = wait if latch is None else min(wait, latch)
+                    if self.poller.poll(wait):
+                        wait = 0
                 for src, msg in self.transport.receive(wait):
-                    problem = inconsistency(msg, self.types)
-                    if problem is not None:
-                        self.transport.rejected["inconsistent"] += 1
-                        LOG.warning("%s rejected %s from %s: %s", self.process, type(msg).__name__, src, problem)
-                        continue
-                    self._handle(src, msg, now_ms())
+                    self._admit(src, msg)
+                if self.udp_in is not None:
+                    assert self.host is not None
+                    for msg in self.udp_in.receive(self.host.replicas) + self.udp_in.poll():
+                        self._admit(msg.publisher, msg)
                 while True:
                     try:
                         news = self.news.get_nowait()
@@ -228,18 +258,44 @@ class Node:
                 if now >= next_status:
                     next_status = now + 500
                     self.log.flush()
+                    if self.sent_log is not None:
+                        self.sent_log.flush()
                     if self.status_file is not None:
                         self.status_file.put(self.status())
         finally:
             if self.client is not None and self.client.started():
                 self.log.final(self.client.final_queues())
             self.log.close()
+            if self.udp_out is not None:
+                self.udp_out.flush()
+                self.udp_out.close()
+            if self.sent_log is not None:
+                self.sent_log.close()
+            if self.udp_in is not None:
+                self.udp_in.close()
             if self.status_file is not None:
                 self.status_file.close(self.status())
             for replica in self.host.replicas.values() if self.host is not None else ():
                 getattr(replica, "close", lambda: None)()  # a Raft replica's thread and sockets
             self.member.stop()
             self.transport.close()
+
+    def _admit(self, src: str, msg: Message) -> None:
+        problem = inconsistency(msg, self.types)
+        if problem is not None:
+            self.transport.rejected["inconsistent"] += 1
+            LOG.warning("%s rejected %s from %s: %s", self.process, type(msg).__name__, src, problem)
+            return
+        self._handle(src, msg, now_ms())
+
+    def _committed(self, role: Any, decision: Any, event: Any) -> None:
+        """A root fed by UDP publishers committed ``decision``: the run log's publication of a UDP
+        publisher's event is its commit (it may never be ordered), recorded by each replica that
+        holds it; merging the run logs keeps the earliest (the leader's, before it forwards)."""
+        if event is not None and decision.source in self.udp_publishers:
+            self.log.publish(
+                {"id": event.id, "type": event.type, "attrs": dict(event.attrs), "publisher": decision.source, "seq": decision.key}
+            )
 
     def _handle(self, src: str, msg: Message, now: int) -> None:
         try:
@@ -308,6 +364,8 @@ class Node:
                 raw = next(self.events)
             except StopIteration:
                 self.events = None
+                if self.udp_out is not None:
+                    self.udp_out.flush()  # a copy held back (udp_test_swap) goes now
                 LOG.info("%s published %d events", self.process, self.seq)
                 return
             where = raw.pop("_line")
@@ -315,9 +373,15 @@ class Node:
                 event = self.validator.validate({**raw, "publisher": self.process, "seq": self.seq})
             except EventError as exc:
                 raise FaidecsError(f"{where}: {exc}") from None
-            self.log.publish({"id": event.id, "type": event.type, "attrs": event.attrs, "publisher": self.process, "seq": self.seq})
+            record = {"id": event.id, "type": event.type, "attrs": event.attrs, "publisher": self.process, "seq": self.seq}
             message = Publish(self.process, self.seq, event)
-            self._send([(replica, message) for replica in self.d.placement(self.d.root_role(event.type))])
+            if self.udp_out is not None:
+                assert self.sent_log is not None
+                self.sent_log.publish(record)
+                self.udp_out.publish(message)
+            else:
+                self.log.publish(record)
+                self._send([(replica, message) for replica in self.d.placement(self.d.root_role(event.type))])
             self.seq += 1
 
     # --- status -------------------------------------------------------------------------------
@@ -345,10 +409,16 @@ class Node:
                     "commit": r.commit,
                     "buffered": r.buffered(),
                     "stale_rejected": r.stale_rejected,
+                    "late_inputs": r.late_inputs,
+                    "fetches": r.fetches,
                     **self.epochs.get(r.role, {}),
                 }
                 for r in self.host.replicas.values()
             ]
+        if self.udp_in is not None:
+            out["udp"] = self.udp_in.status()
+        if self.udp_out is not None:
+            out["udp"] = self.udp_out.status()
         if self.client is not None:
             out["delivered"] = self.delivered
             out["started"] = self.client.started()
