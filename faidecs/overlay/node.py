@@ -35,7 +35,7 @@ from faidecs.overlay.replica import MergerReplica, ProtocolError
 from faidecs.overlay.roles import is_root, role_name
 from faidecs.overlay.statusfile import StatusFile
 from faidecs.overlay.subscriber import SubscriberClient
-from faidecs.overlay.transport import Transport
+from faidecs.overlay.transport import OVERLAY_CODEC, RelayingCodec, Transport
 from faidecs.overlay.udp import UdpReceiver, UdpSender
 
 LOG = logging.getLogger("faidecs.overlay.node")
@@ -85,7 +85,9 @@ class Node:
         self.status_dir = status_dir
         self.status_file = StatusFile(status_dir / f"{process}.json") if status_dir is not None else None
         keys = None if deployment.insecure else Keys.load(deployment.path(deployment.keys or ""), process)
-        self.transport = Transport(process, deployment.address(process), deployment.addresses(), keys)
+        # With UDP publishers a server answers a peer's Fetch with the Publish itself.
+        codec = RelayingCodec(deployment.servers) if deployment.udp_publishers() else OVERLAY_CODEC
+        self.transport = Transport(process, deployment.address(process), deployment.addresses(), keys, codec=codec)
         timing = deployment.timing
         self.types = deployment.types
         self.tick_every = timing.tick_every

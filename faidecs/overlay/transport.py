@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any, Mapping, Protocol
+from typing import Any, Iterable, Mapping, Protocol
 
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
@@ -136,6 +136,22 @@ class OverlayCodec:
 
 
 OVERLAY_CODEC = OverlayCodec()
+
+
+class RelayingCodec(OverlayCodec):
+    """:class:`OverlayCodec`, except that a ``Publish`` may also come from one of ``relays`` (the
+    servers): with UDP publishers, root replicas lose different inputs and answer a peer's
+    ``Fetch`` with the ``Publish`` itself (docs/ordering-latch-stage.md). A server may already
+    decide any order as a leader; what this adds is that it may hand a peer a publication in a
+    publisher's name."""
+
+    def __init__(self, relays: Iterable[str]) -> None:
+        self.relays = frozenset(relays)
+
+    def refuse(self, sender: str, msg: Message) -> tuple[str, str] | None:  # type: ignore[override]
+        if isinstance(msg, Publish) and sender in self.relays:
+            return None
+        return OverlayCodec.refuse(sender, msg)
 
 
 class Transport:
@@ -317,4 +333,4 @@ class Transport:
             self.context.term()
 
 
-__all__ = ["MAX_MESSAGE", "OVERLAY_CODEC", "Codec", "OverlayCodec", "Transport", "claimed_sender"]
+__all__ = ["MAX_MESSAGE", "OVERLAY_CODEC", "Codec", "OverlayCodec", "RelayingCodec", "Transport", "claimed_sender"]
