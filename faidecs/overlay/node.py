@@ -156,8 +156,8 @@ class Node:
             self.validator = EventValidator(deployment.types)
             self.seq = 0
             if process in udp_publishers:
-                spec = self.publisher
-                self.udp_out = UdpSender(deployment, process, keys, loss=spec.udp_test_loss, swap=spec.udp_test_swap)
+                pub = self.publisher
+                self.udp_out = UdpSender(deployment, process, keys, loss=pub.udp_test_loss, swap=pub.udp_test_swap)
                 # What it sent: apart from the run log, where root replicas record what they commit.
                 self.sent_log = ProcessLog(log_dir / f"{process}.sent", deployment.types_source(), process, None)
         from faidecs.overlay.zkcoordination import ZooKeeperMember
