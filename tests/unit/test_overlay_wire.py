@@ -729,7 +729,9 @@ def raw_event(type_name: str, values: list[Any] | None = None) -> list[Any]:
 def plainly_valid(raw: list[Any]) -> bool:
     """Whether the fast path is to take ``raw``, given that the validator accepts it: all but an
     integer for a float attribute that is not exactly a float."""
-    kinds = [kind for _, kind in DECLARATIONS[raw[1].rstrip("2")]]
+    # The kinds of the declaration the event carries: a generated event may carry another
+    # well-formed declaration than its type's usual one (e.g. B with ``x: float``).
+    kinds = [Kind(kind) for _, kind in raw[2]]
     return not any(k is Kind.FLOAT and type(v) is int and abs(v) > 2**53 for k, v in zip(kinds, raw[3]))
 
 
