@@ -21,7 +21,7 @@ Protocol (docs/overlay.md has the pictures):
   decision (a *mark*), so every replica filters each consumer's stream from the same positions.
   A conjunction merger widens what its parents send it first, and logs the consumer's mark only
   after its parents' marks for it (*upmarks*) are in its own log.
-- A subscriber may instead join at a *marker* (LoCaPS, docs/overlay-locaps-join.md): any replica
+- A subscriber may instead join at a *marker* (LoCaPS, docs/overlay.md, "Marker joins"): any replica
   whose committed stream covers the subscriber's filter at its commit index ``c`` (a root always
   does; a conjunction merger when its committed upmarks cover the filter on both sides) serves it
   from ``c`` on with the subscriber's own filter on that link. Nothing is decided: the marker is

@@ -36,7 +36,7 @@ class Joiner:
     ``peer`` is given (a subscriber with the identical subscription), fresh otherwise. A fresh
     joiner with ``mode="register"`` logs a mark at each merger; with ``mode="marker"`` it starts
     at a marker of each merger whose committed stream already covers it (LoCaPS), and registers
-    only where none does (docs/overlay-locaps-join.md)."""
+    only where none does (docs/overlay.md, "Marker joins")."""
 
     process: str
     subscription: str

@@ -10,7 +10,7 @@ same subscription therefore feeds its engines the same sequence.
 A client starts either fresh (it registers its filter and reads from its own mark on, with empty
 queues) or from a peer with the identical subscription (it takes the peer's engines and, per
 stream, the last position they reflect, and reads from there): it then delivers exactly what the
-peer delivers after that point. With ``marker`` it joins LoCaPS-style (docs/overlay-locaps-join.md):
+peer delivers after that point. With ``marker`` it joins LoCaPS-style (docs/overlay.md, "Marker joins"):
 it asks the replica it reads for a *marker*, a committed position after which that replica's stream
 covers its filter, and starts there with empty queues, without any decision being logged; a stream
 whose merger does not cover it yet registers as a fresh client does.

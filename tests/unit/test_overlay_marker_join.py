@@ -1,4 +1,4 @@
-"""LoCaPS joins at a marker (docs/overlay-locaps-join.md): a covered joiner starts at a replica's
+"""LoCaPS joins at a marker (docs/overlay.md, "Marker joins"): a covered joiner starts at a replica's
 commit index without any decision, is fed exactly its merger's committed stream after the marker
 (gapless), delivers what a fresh engine delivers on it, and delivers what an identical existing
 subscriber delivers after the marker when that subscriber's queues were empty there. An uncovered

@@ -1,7 +1,7 @@
 """LoCaPS (seed 003, Pedrosa and Rodrigues, "Localized Causal Publish-Subscribe"): a new
 subscriber starts receiving, with gapless FIFO or gapless causal delivery, as soon as its
 subscription is known along one path to each publisher, using markers in the publishers' streams
-and subscriptions that already cover it. See ``docs/ordering-locaps.md``."""
+and subscriptions that already cover it. See ``docs/ordering.md, "LoCaPS"``."""
 
 from faidecs.ordering.locaps.cut import MultiPrefixCut
 from faidecs.ordering.locaps.layer import LocapsLayer
