@@ -15,9 +15,9 @@ from faidecs.grammar import ast
 from faidecs.grammar.model import (
     ArithOp,
     Attribute,
-    Covering,
     AttrOf,
     Const,
+    Covering,
     Disposal,
     EventType,
     Kind,
@@ -153,7 +153,7 @@ class Checker:
     def check_partition(self, sub: Subscription, attribute: str, span: ast.Span) -> None:
         """Every event type of the subscription has the partition attribute, with one kind."""
         kinds: dict[str, list[str]] = {}
-        for type_name in sorted({t for c in sub.conjunctions for t in c.types}):
+        for type_name in sorted(sub.types):
             attr = next((a for a in self.types[type_name].attributes if a.name == attribute), None)
             if attr is None:
                 self.error(

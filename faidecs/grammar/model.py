@@ -292,6 +292,11 @@ class Subscription:
         )
 
     @property
+    def types(self) -> frozenset[str]:
+        """Every type some conjunction of this subscription names."""
+        return frozenset(t for c in self.conjunctions for t in c.types)
+
+    @property
     def evaluation_order(self) -> tuple[int, ...]:
         """Indices of :attr:`conjunctions` in canonical evaluation order (by canonical text)."""
         return tuple(sorted(range(len(self.conjunctions)), key=lambda i: self.conjunctions[i].text))

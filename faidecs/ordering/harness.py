@@ -21,7 +21,6 @@ from faidecs.ordering.layer import OrderingLayer
 from faidecs.ordering.network import Network
 from faidecs.runlog import RunLog, RunRecorder
 
-
 #: What every run of an ordering layer keeps, whatever the processes' semantic options: the
 #: layer's own promise and what it hands out, and what any deterministic engine keeps on a stream of
 #: distinct published events. Conjunction Agreement holds because two processes with one
@@ -87,7 +86,7 @@ def run_layer(
         name: compile_program(source, f"<subscription of {name}>", known_types=types)
         for name, source in workload.subscriptions.items()
     }
-    topics = {name: frozenset(t for s in p.subscriptions for c in s.conjunctions for t in c.types) for name, p in programs.items()}
+    topics = {name: frozenset(t for s in p.subscriptions for t in s.types) for name, p in programs.items()}
     recorder = RunRecorder(workload.types_source, workload.subscriptions)
     engines: dict[str, Engine] = {}
     events: dict[str, dict[str, Any]] = {}

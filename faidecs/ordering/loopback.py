@@ -52,6 +52,7 @@ from faidecs.grammar import compile_program
 from faidecs.matching.engine import Engine
 from faidecs.ordering.atoms.graph import BUILDERS, SequencingGraph
 from faidecs.ordering.atoms.message import EpochView, Sequenced
+from faidecs.ordering.atoms.overlap import groups_of
 from faidecs.ordering.atoms.placement import colocate
 from faidecs.ordering.atoms.receiver import Receiver
 from faidecs.ordering.atoms.sequencer import atom_address, entry_address, ingress_address, install, receiver_address
@@ -65,7 +66,7 @@ from faidecs.ordering.network import Network
 from faidecs.ordering.realnet import RealNetwork
 from faidecs.ordering.wire import OrderingCodec
 from faidecs.overlay.certificates import Keys, create_keys
-from faidecs.overlay.launcher import stop_processes
+from faidecs.overlay.launcher import read_statuses, stop_processes
 from faidecs.overlay.transport import Transport
 from faidecs.runlog import Delivered, Notified, Published, RunLog, merge_runlogs
 
@@ -87,20 +88,13 @@ def _topics(types_source: str, subscriptions: Mapping[str, str]) -> tuple[list[s
     topics = {}
     for name, source in subscriptions.items():
         program = compile_program(source, f"<subscription of {name}>", known_types=types)
-        topics[name] = sorted({t for s in program.subscriptions for c in s.conjunctions for t in c.types})
+        topics[name] = sorted({t for s in program.subscriptions for t in s.types})
     return sorted(types), topics
 
 
-def _membership(topics: Mapping[str, list[str]]) -> dict[str, frozenset[str]]:
-    groups: dict[str, set[str]] = {}
-    for process, mine in topics.items():
-        for topic in mine:
-            groups.setdefault(topic, set()).add(process)
-    return {g: frozenset(m) for g, m in groups.items()}
-
 
 def atoms_graph(plan: Mapping[str, Any]) -> SequencingGraph:
-    return BUILDERS[plan["construction"]](_membership(plan["topics"]))
+    return BUILDERS[plan["construction"]](groups_of(plan["topics"]))
 
 
 def _free_ports(n: int) -> list[int]:
@@ -223,7 +217,7 @@ class _Process:
 
 
 def _members(plan: Mapping[str, Any]) -> dict[str, list[str]]:
-    return {g: sorted(m) for g, m in _membership(plan["topics"]).items()}
+    return {g: sorted(m) for g, m in groups_of(plan["topics"]).items()}
 
 
 def _build_multistage(p: _Process) -> None:
@@ -387,13 +381,7 @@ class LoopbackRun:
         self.procs[name] = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
 
     def statuses(self) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for f in (self.run_dir / "status").glob("*.json"):
-            try:
-                out[f.stem] = json.loads(f.read_text())
-            except (OSError, ValueError):
-                continue
-        return out
+        return read_statuses(self.run_dir / "status")
 
     def wait_for(self, ready: Callable[[dict[str, dict[str, Any]]], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout

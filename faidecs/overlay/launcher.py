@@ -30,6 +30,17 @@ class LaunchError(FaidecsError):
     """A process that would not start or a run folder that cannot be used: says which and why."""
 
 
+def read_statuses(folder: Path) -> dict[str, dict[str, Any]]:
+    """Each process's status file in ``folder`` (process -> its JSON), skipping one being replaced."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in folder.glob("*.json"):
+        try:
+            out[f.stem] = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue  # being replaced right now
+    return out
+
+
 def stop_processes(procs: Iterable[subprocess.Popen[bytes]], timeout: float = 10) -> None:
     """SIGTERM each live process (after SIGCONT: a paused process cannot act on SIGTERM), then
     SIGKILL those still running ``timeout`` seconds later."""
@@ -116,13 +127,7 @@ class LocalDeployment:
     # --- watching -----------------------------------------------------------------------------
 
     def statuses(self) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for f in (self.run_dir / "status").glob("*.json"):
-            try:
-                out[f.stem] = json.loads(f.read_text())
-            except (OSError, ValueError):
-                continue  # being replaced right now
-        return out
+        return read_statuses(self.run_dir / "status")
 
     def wait_for(self, ready: Callable[[dict[str, dict[str, Any]]], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout

@@ -61,7 +61,7 @@ def _histories(view: RunView) -> dict[str, list[tuple[int, str]]]:
 
 
 def _topics(view: RunView, process: str) -> frozenset[str]:
-    return frozenset(t for c in view.subscriptions[process].conjunctions for t in c.types)
+    return view.subscriptions[process].types
 
 
 def gapless_fifo_delivery(view: RunView) -> list[Violation]:

@@ -25,7 +25,7 @@ def _sequences(view: RunView) -> dict[str, list[tuple[int, str]]]:
 
 
 def _topics(view: RunView, process: str) -> frozenset[str]:
-    return frozenset(t for c in view.subscriptions[process].conjunctions for t in c.types)
+    return view.subscriptions[process].types
 
 
 def total_notification_order(view: RunView) -> list[Violation]:

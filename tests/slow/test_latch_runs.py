@@ -53,7 +53,7 @@ def shape(rng: random.Random) -> tuple[str, PathConfig]:
 
 def matching(run: PathRun, subscriber: str, publisher: str) -> int:
     process = process_name(subscriber, "none")
-    topics = {t for c in run.log.subscriptions()[process].conjunctions for t in c.types}
+    topics = run.log.subscriptions()[process].types
     return sum(1 for p in run.log.published if p.publisher == publisher and p.type in topics)
 
 

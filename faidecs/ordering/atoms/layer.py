@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from faidecs.ordering.atoms.graph import BUILDERS, Builder, SequencingGraph
 from faidecs.ordering.atoms.message import EpochView, Sequenced, Switch
-from faidecs.ordering.atoms.overlap import AtomId
+from faidecs.ordering.atoms.overlap import AtomId, groups_of
 from faidecs.ordering.atoms.receiver import Notify, Receiver
 from faidecs.ordering.atoms.sequencer import Sequencer, entry_address, install, receiver_address
 from faidecs.ordering.layer import OrderingLayer
@@ -58,13 +58,6 @@ class SequencerLoad:
     stamped: int = 0
     transited: int = 0
 
-
-def _membership(subscriptions: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
-    groups: dict[str, set[str]] = {}
-    for process, topics in subscriptions.items():
-        for topic in topics:
-            groups.setdefault(topic, set()).add(process)
-    return {topic: frozenset(members) for topic, members in groups.items()}
 
 
 def _view(graph: SequencingGraph, process: str) -> EpochView:
@@ -111,7 +104,7 @@ class AtomsLayer:
         return self.receivers[process]
 
     def _open(self, epoch: int) -> SequencingGraph:
-        graph = self._build(_membership(self.subscriptions))
+        graph = self._build(groups_of(self.subscriptions))
         self.graphs[epoch] = graph
         self.sequencers[epoch] = install(self.network, graph, epoch)
         self.admitted[epoch] = {}

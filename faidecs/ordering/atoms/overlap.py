@@ -8,7 +8,7 @@ topic; groups are named by their topic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from itertools import combinations
 
 #: an atom is named by the pair of groups it sequences, smaller name first
@@ -17,6 +17,15 @@ AtomId = tuple[str, str]
 
 def atom_id(g: str, h: str) -> AtomId:
     return (g, h) if g < h else (h, g)
+
+
+def groups_of(subscriptions: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]]:
+    """Each topic's group: the processes subscribed to it (topics nobody holds have none)."""
+    groups: dict[str, set[str]] = {}
+    for process, topics in subscriptions.items():
+        for topic in topics:
+            groups.setdefault(topic, set()).add(process)
+    return {topic: frozenset(members) for topic, members in groups.items()}
 
 
 def double_overlaps(membership: Mapping[str, frozenset[str]]) -> dict[AtomId, frozenset[str]]:
