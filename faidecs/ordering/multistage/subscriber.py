@@ -186,7 +186,7 @@ class Subscriber:
 
     def _settle_indexed(self) -> bool:
         """Fixed profile: deliver, topic by topic, the one held event that can be next on it."""
-        progress = again = False
+        progress = False
         while True:
             again = False
             for topic in sorted(self.subs):
