@@ -3,7 +3,8 @@
 A kernel's source is written to a module file named by its hash in the cache folder and imported
 from there, so numba's own on-disk cache (``cache=True``) applies: a conjunction compiled by an
 earlier process loads its machine code instead of compiling again. Within a process, kernels are
-kept by hash, so every engine and subscription with the same conjunction structure shares one.
+kept by hash while some conjunction uses them, so every engine and subscription with the same
+conjunction shape shares one, and a shape no subscription uses any more is released.
 
 The folder is ``$FAIDECS_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/faidecs`` (``~/.cache/faidecs``).
 """
@@ -15,6 +16,7 @@ import os
 import sys
 import tempfile
 import threading
+import weakref
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +28,13 @@ from faidecs.matching.kernel_source import KERNEL_VERSION, KernelSource
 @dataclass(frozen=True)
 class CompiledKernel:
     source: KernelSource
-    run: Callable[..., int]
+    run: Callable[..., int]  # the dispatcher: checks its arguments' types
+    entry: Callable[..., int]  # the compiled entry point: for arguments known to have the signature's types
     seconds: float  # time spent loading or compiling it in this process
 
 
-_kernels: dict[str, CompiledKernel] = {}
+# Weak: a kernel no conjunction state holds any more is released (with its module, below).
+_kernels: "weakref.WeakValueDictionary[str, CompiledKernel]" = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 
 
@@ -45,7 +49,8 @@ def cache_dir() -> Path:
 def _signature(m: int) -> str:
     table = "int64[:, ::1]"
     queues = ", ".join([table] * m)
-    return f"int64(int64[::1], int64[::1], {queues}, int64[::1], int64[::1], int64, int64, {queues}, {table}, {table})"
+    events = "int64[::1], int64[::1], int64[::1], int64[::1], int64"  # type, row, arrival, tick, start
+    return f"int64(int64[::1], int64[::1], {queues}, {events}, {queues}, {table}, {table})"
 
 
 def _write_once(path: Path, text: str) -> None:
@@ -60,6 +65,22 @@ def _write_once(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def loaded(key: str) -> CompiledKernel | None:
+    """The kernel of this key if this process holds it already."""
+    return _kernels.get(key)
+
+
+def module_path(source: KernelSource) -> Path:
+    return cache_dir() / f"faidecs_kernel_{source.key}.py"
+
+
+def on_disk(source: KernelSource) -> bool:
+    """Whether numba's cache holds machine code for this kernel (loading it takes milliseconds,
+    compiling it seconds). Only a hint: an entry for another machine recompiles."""
+    path = module_path(source)
+    return path.exists() and any((path.parent / "__pycache__").glob(f"{path.stem}.kernel-*.nbi"))
+
+
 def load(source: KernelSource) -> CompiledKernel:
     """The compiled kernel for ``source``: from this process, from disk, or compiled now."""
     with _lock:
@@ -68,7 +89,7 @@ def load(source: KernelSource) -> CompiledKernel:
             return kernel
         started = time.perf_counter()
         name = f"faidecs_kernel_{source.key}"
-        path = cache_dir() / f"{name}.py"
+        path = module_path(source)
         _write_once(path, source.source)
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
@@ -79,6 +100,8 @@ def load(source: KernelSource) -> CompiledKernel:
         dispatcher: Any = module.kernel
         dispatcher.compile(_signature(len(source.types)))
         dispatcher.disable_compile()  # any other argument types would be a bug: fail loudly
-        kernel = CompiledKernel(source, dispatcher, time.perf_counter() - started)
+        (compiled,) = dispatcher.overloads.values()
+        kernel = CompiledKernel(source, dispatcher, compiled.entry_point, time.perf_counter() - started)
         _kernels[source.key] = kernel
+        weakref.finalize(kernel, sys.modules.pop, name, None)
         return kernel

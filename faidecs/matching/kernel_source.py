@@ -2,13 +2,16 @@
 
 The kernel is specialised on the conjunction's structure: its signature becomes nested loops in
 signature order, each predicate is checked at the first loop where all its instances are bound
-(inline, or as a small function when it computes), and numeric constants are inlined. The loop
+(inline, or as a small function when it computes). Constants are not in the source: every
+string, integer and float constant of the conjunction arrives at run time in the ``sc`` array
+(strings as their codes, floats by bit pattern), one entry per occurrence, so conjunctions that
+differ only in their constants (one subscription per symbol, per threshold) share one kernel:
+the source, and with it the cache key, depends on the conjunction's shape alone. The loop
 over a batch (expiry, ENQUEUE, the search, DEQUEUE) is the same for every conjunction and indexes
 the queues at run time, so its code does not grow with the number of types.
 The matching and disposal options and the bounds are runtime values in ``meta``, so one kernel
-serves all 16 option combinations of a conjunction. String constants are interned per engine and
-arrive in the ``sc`` array, so the source (and the on-disk cache entry) does not depend on the
-engine that compiled it.
+serves all 16 option combinations of a conjunction. String codes are interned per engine, so
+the source (and the on-disk cache entry) does not depend on the engine that compiled it either.
 
 Incremental search. When the queues held no match before an arrival (the ``dirty`` flag is 0),
 only an assignment that uses the new event can match. The new event is the newest of its queue,
@@ -23,13 +26,26 @@ in the prescribed order, so it returns the same relation as the full search (see
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
-from faidecs.grammar.model import ArithOp, AttrOf, Conjunction, Const, EventType, Kind, Negate, Predicate, Value
+import numpy as np
+
+from faidecs.grammar.model import (
+    ArithOp,
+    AttrOf,
+    Conjunction,
+    Const,
+    EventType,
+    Kind,
+    Negate,
+    Predicate,
+    Value,
+    value_text,
+)
 from faidecs.matching.kernel_layout import FIELDS
 
-KERNEL_VERSION = "8"  # bump when the generated code changes meaning; part of every cache key
+KERNEL_VERSION = "10"  # bump when the generated code changes meaning; part of every cache key
 
 _PY_OP = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=": "==", "!=": "!="}
 # cmp_int_float(i, f) gives -1/0/1, or 2 for NaN: which results make each operator hold.
@@ -54,25 +70,54 @@ class KernelSource:
     key: str  # hash of the source: the name of the module and of its cache entry
     types: tuple[str, ...]  # the conjunction's distinct types: kernel argument order
     widths: tuple[int, ...]  # attributes per type
-    string_constants: tuple[str, ...]  # the values of ``sc``, in order
+    constants: tuple[Const, ...]  # the values of ``sc``, in order (see :func:`constant_array`)
     memo: bool  # whether the search keeps a failure memo (an (n, capacity) array)
 
 
-def _literal(const: Const) -> str:
-    if const.kind is Kind.INT:
-        value = int(const.value)
-        # -2**63 as a literal would be the negation of an out-of-range positive literal.
-        return "(-9223372036854775807 - 1)" if value == -(2**63) else repr(value)
-    if const.kind is Kind.FLOAT:
-        return repr(float(const.value))  # repr round-trips every finite float exactly
-    raise AssertionError(const.kind)
+# Every generated function that reads a float constant reads it through this view of ``sc``.
+_FLOAT_VIEW = "scf = sc.view(np.float64)"
+
+
+def constant_array(constants: tuple[Const, ...], code: Callable[[str], int]) -> np.ndarray:
+    """The ``sc`` array of one conjunction's kernel: strings as their codes (``code``), integers
+    as they are, floats by their IEEE 754 bit pattern (the kernel reads them through a float64
+    view, so no value changes)."""
+    out = np.empty(len(constants), dtype=np.int64)
+    floats = out.view(np.float64)
+    for k, const in enumerate(constants):
+        if const.kind is Kind.STR:
+            out[k] = code(str(const.value))
+        elif const.kind is Kind.FLOAT:
+            floats[k] = float(const.value)
+        else:
+            out[k] = int(const.value)
+    return out
+
+
+def _shape(value: Value) -> str:
+    """A value's text with every parameterised constant replaced by its kind."""
+    if isinstance(value, Const):
+        return value_text(value) if value.kind is Kind.BOOL else f"<{value.kind.value}>"
+    if isinstance(value, AttrOf):
+        return value_text(value)
+    if isinstance(value, Negate):
+        return f"-({_shape(value.operand)})"
+    return f"({_shape(value.left)} {value.op} {_shape(value.right)})"
+
+
+def shape_text(conjunction: Conjunction) -> str:
+    """The conjunction's text with its constants left out: conjunctions with equal shape texts
+    (and equal attribute kinds) share one kernel."""
+    sig = ", ".join(str(s) for s in conjunction.signature)
+    preds = sorted(_predicate_shape(p) for p in conjunction.predicates)
+    return f"[{sig}] " + " and ".join(preds)
 
 
 class _PredicateWriter:
     """Writes one predicate as a function of the attribute values it reads."""
 
-    def __init__(self, strings: list[str]):
-        self.strings = strings
+    def __init__(self, constants: list[Const]):
+        self.constants = constants
 
     def function(self, name: str, pred: Predicate) -> tuple[str | None, str, list[AttrOf]]:
         """``(function source or None, call template, parameters)``. A plain comparison is
@@ -90,7 +135,7 @@ class _PredicateWriter:
                 template = template.replace(f"v{i}", f"{{v{i}}}")
             return None, f"({template})", self.params
         self.lines.append(f"return {result}")
-        body = "\n".join(f"    {line}" for line in self.lines)
+        body = "\n".join(f"    {line}" for line in [_FLOAT_VIEW, *self.lines])
         call = f"{name}({', '.join(['{' + a + '}' for a in args] + ['sc'])})"
         return f"@njit\ndef {name}({', '.join(args + ['sc'])}):\n{body}\n", call, self.params
 
@@ -104,13 +149,13 @@ class _PredicateWriter:
                 self.params.append(value)
             return f"v{self.params.index(value)}", value.kind
         if isinstance(value, Const):
-            if value.kind is Kind.STR:
-                if value.value not in self.strings:
-                    self.strings.append(str(value.value))
-                return f"sc[{self.strings.index(str(value.value))}]", Kind.STR
             if value.kind is Kind.BOOL:
                 return ("1" if value.value else "0"), Kind.BOOL
-            return _literal(value), value.kind
+            # One entry per occurrence, never shared by equal values: the source must not depend
+            # on which constants happen to be equal.
+            self.constants.append(value)
+            array = "scf" if value.kind is Kind.FLOAT else "sc"
+            return f"{array}[{len(self.constants) - 1}]", value.kind
         if isinstance(value, Negate):
             inner, kind = self._value(value.operand)
             out = self._temp()
@@ -150,9 +195,61 @@ class _PredicateWriter:
         return f"{left} {_PY_OP[op]} {right}"
 
 
+def _predicate_shape(p: Predicate) -> str:
+    return f"{_shape(p.left)} {p.op} {_shape(p.right)}"
+
+
+def _ordered(conjunction: Conjunction) -> list[Predicate]:
+    """The predicates in the order the kernel checks them: by shape, so that conjunctions whose
+    constants sort their predicates differently still generate the same source (the order in
+    which predicates are checked never changes a result)."""
+    return sorted(conjunction.predicates, key=_predicate_shape)
+
+
+def _constants_of(conjunction: Conjunction) -> tuple[Const, ...]:
+    """The conjunction's parameterised constants, in the order the generator numbers them."""
+    out: list[Const] = []
+
+    def visit(value: Value) -> None:
+        if isinstance(value, Const):
+            if value.kind is not Kind.BOOL:
+                out.append(value)
+        elif isinstance(value, Negate):
+            visit(value.operand)
+        elif isinstance(value, ArithOp):
+            visit(value.left)
+            visit(value.right)
+
+    for p in _ordered(conjunction):
+        visit(p.left)
+        visit(p.right)
+    return tuple(out)
+
+
+# Generated sources by shape (and the declarations of the types they read): a thousand
+# subscriptions of one shape generate once. Bounded: an application's shapes are few.
+_shapes: dict[tuple[str, tuple[EventType, ...]], KernelSource | NotCompilable] = {}
+_SHAPES_KEPT = 4096
+
+
 def generate(conjunction: Conjunction, types: Mapping[str, EventType]) -> KernelSource:
-    """The kernel module's source for ``conjunction``; raises :class:`NotCompilable`."""
-    return _Generator(conjunction, types).build()
+    """The kernel module's source for ``conjunction``, with its constants; raises
+    :class:`NotCompilable`."""
+    key = (shape_text(conjunction), tuple(types[t] for t in conjunction.types))
+    template = _shapes.get(key)
+    if template is None:
+        if len(_shapes) >= _SHAPES_KEPT:
+            _shapes.clear()
+        try:
+            template = _Generator(conjunction, types).build()
+        except NotCompilable as exc:
+            template = exc
+        _shapes[key] = template
+    if isinstance(template, NotCompilable):
+        raise template
+    constants = _constants_of(conjunction)
+    assert len(constants) == len(template.constants)
+    return replace(template, constants=constants)
 
 
 class _Generator:
@@ -167,18 +264,19 @@ class _Generator:
         self.slot_type = [tindex[s.type_name] for s in self.sig]
         self.slots_of = [[k for k in range(self.n) if self.slot_type[k] == t] for t in range(self.m)]
         self.slot_index = {s: k for k, s in enumerate(self.sig)}
-        self.strings: list[str] = []
+        self.constants: list[Const] = []
+        self.predicates = _ordered(conjunction)
         self.preds: list[tuple[str, list[AttrOf], list[int]]] = []  # call template, params, slots
 
     # --- pieces ------------------------------------------------------------------------------
 
     def _functions(self) -> list[str]:
         out = []
-        writer = _PredicateWriter(self.strings)
-        for j, pred in enumerate(self.conj.predicates):
+        writer = _PredicateWriter(self.constants)
+        for j, pred in enumerate(self.predicates):
             text, call, params = writer.function(f"_p{j}", pred)
             if text is not None:
-                out.append(f"# {pred.text!r}\n{text}")
+                out.append(f"# {_predicate_shape(pred)}\n{text}")
             slots = sorted({self.slot_index[s] for s in pred.slots})
             self.preds.append((call, params, slots))
         return out
@@ -245,7 +343,7 @@ class _Generator:
         memo = {k: self._memo_fixed(k) for k in range(self.n - 1)}
         memo = {k: v for k, v in memo.items() if v}
         self.memo = bool(memo)
-        lines = [f"@njit\ndef _search({self._queue_params()}, fixed, memo, sid):"]
+        lines = [f"@njit\ndef _search({self._queue_params()}, fixed, memo, sid):", f"    {_FLOAT_VIEW}"]
 
         def emit(ind: int, text: str) -> None:
             lines.append("    " * ind + text)
@@ -315,7 +413,7 @@ class _Generator:
     def _admit(self) -> str:
         """ENQUEUE's test: some position of the event's type has all its unary predicates true."""
         args = ", ".join(f"i{t}, g{t}" for t in range(self.m))
-        lines = [f"@njit\ndef _admit(lt, r, {args}, sc):"]
+        lines = [f"@njit\ndef _admit(lt, r, {args}, sc):", f"    {_FLOAT_VIEW}"]
         for t in range(self.m):
             lines += [f"    if lt == {t}:", f"        return {self._admission(t)}"]
         lines.append("    return False")
@@ -336,7 +434,10 @@ class _Generator:
             f"SLOT_TYPE = np.array({self.slot_type}, dtype=np.int64)\n"
             f"SLOTS = np.array({slots}, dtype=np.int64)\n\n\n"
         )
-        head = f"@njit(cache=True)\ndef kernel(meta, sc, {qargs}, ev_type, ev_row, seq0, b0, {iargs}, out, memo):\n"
+        head = (
+            f"@njit(cache=True)\n"
+            f"def kernel(meta, sc, {qargs}, ev_type, ev_row, ev_arrival, ev_tick, b0, {iargs}, out, memo):\n"
+        )
         return consts + head + "\n".join("    " + line for line in _batch_loop(m)) + "\n"
 
     def build(self) -> KernelSource:
@@ -344,14 +445,14 @@ class _Generator:
         searches = [self._search(), self._admit()]
         header = (
             f"# faidecs kernel, generator version {KERNEL_VERSION}. Generated: do not edit.\n"
-            f"# conjunction {self.conj.text!r}\n# types {self.types!r}, widths {self.widths}\n\n"
+            f"# shape {shape_text(self.conj)!r}\n# types {self.types!r}, widths {self.widths}\n\n"
             "import numpy as np\nfrom numba import njit\n\n"
             "from faidecs.matching.kernel_ops import add_int, cmp_int_float, mul_int, neg_int, sub_int\n"
             "from faidecs.matching.kernel_runtime import append, dispose, expire, make_room\n\n\n"
         )
         source = header + "\n\n".join(functions + searches + [self._kernel()])
         key = hashlib.sha256(source.encode()).hexdigest()[:24]
-        return KernelSource(source, key, self.types, self.widths, tuple(self.strings), self.memo)
+        return KernelSource(source, key, self.types, self.widths, tuple(self.constants), self.memo)
 
 
 def _batch_loop(m: int) -> list[str]:
@@ -383,7 +484,7 @@ def _batch_loop(m: int) -> list[str]:
         "        b += 1",
         "        continue",
         "    r = ev_row[b]",
-        "    clock += 1",
+        "    clock = ev_tick[b]",
         "    if max_age > 0:",
         f"        for t in range({m}):",
         f"            expire(qs[t], meta, t, clock - max_age, {drops})",
@@ -393,9 +494,8 @@ def _batch_loop(m: int) -> list[str]:
         f"    status = make_room(qs[lt], meta, lt, max_queue, policy, {drops})",
         "    if status != 0:",
         "        grow = lt",
-        "        clock -= 1  # the event is processed again after the queue grows",
         "        break",
-        "    append(qs[lt], meta, lt, seq0 + b, clock, ins[lt], r)",
+        "    append(qs[lt], meta, lt, ev_arrival[b], clock, ins[lt], r)",
         "    enough = True",
         f"    for t in range({m}):",
         "        if meta[2 * t + 1] - meta[2 * t] < COUNT[t]:",
