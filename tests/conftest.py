@@ -10,6 +10,11 @@ from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The suite compares the compiled kernels with the reference matcher, so by default every
+# engine it makes (and every process it starts) compiles its kernels before the first event.
+# Tests of the default, background compilation ask for it explicitly (kernels="background").
+os.environ.setdefault("FAIDECS_KERNELS", "eager")
+
 # CI runs many more examples than a developer's quick run.
 settings.register_profile("ci", max_examples=400, deadline=None)
 settings.register_profile("dev", max_examples=100, deadline=None)

@@ -18,9 +18,11 @@ import numpy as np
 
 from faidecs.errors import EventError, QueueOverflowError
 from faidecs.grammar.model import Slot
+from faidecs.matching.batch_routes import BatchRoutes
 from faidecs.matching.columns import TypeCodec
 from faidecs.matching.compiled_state import BatchRows, CompiledConjunctionState, EventContext
 from faidecs.matching.events import Event
+from faidecs.matching.tiered_state import TieredState
 
 if TYPE_CHECKING:
     from faidecs.matching.engine import Engine
@@ -198,28 +200,41 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
     # one the earliest event caused (then the first in delivery order), as publishing event by
     # event would have reported it.
     overflows: list[tuple[int, int, QueueOverflowError]] = []
+    routes = BatchRoutes(names, [declared[n] for n in names], codes, encoded, context.strings)
+    seen = engine._seen
     for state in engine._subscriptions.values():
         sub = state.subscription
-        for index in state.order:
-            conj = state.conjunctions[index]
+        for route in state.routes:
+            index, conj = route.index, route.state
+            if isinstance(conj, TieredState) and conj.compiled:
+                conj = conj.impl  # swapped in: the kernel runs the batch
             signature = sub.conjunctions[index].signature
+            at = routes.positions(route)
+            ticks = routes.ticks(route, at, route.clock(seen)) if route.clocked else None
             if isinstance(conj, CompiledConjunctionState):
+                assert ticks is not None
                 lookup = np.array([conj.local.get(n, -1) for n in names] + [-1], dtype=np.int64)
-                local_types = lookup[codes] if size else np.zeros(0, np.int64)
                 local_tables = [
                     np.ascontiguousarray(encoded[names.index(t)]) if t in names else np.zeros((0, w), np.int64)
                     for t, w in zip(conj.types, (c.width for c in conj.codecs))
                 ]
-                found, overflow = conj.run_batch(local_types, ev_row, first, local_tables, rows_of_batch.event_id)
+
+
+                def event_id(b: int, at: np.ndarray = at) -> str:
+                    return rows_of_batch.event_id(int(at[b]))
+
+                found, overflow = conj.run_batch(lookup[codes[at]], ev_row[at], first + at, ticks, local_tables, event_id)
                 if overflow is not None:
-                    overflows.append((overflow.position, len(overflows), overflow.error))
-                groups.append(BatchGroup(sub.name, index, signature, found[:, 0].copy(), found[:, 1:].copy()))
+                    overflows.append((int(at[overflow.position]), len(overflows), overflow.error))
+                groups.append(BatchGroup(sub.name, index, signature, at[found[:, 0]], found[:, 1:].copy()))
                 continue
-            wanted = [names.index(t) for t in sub.conjunctions[index].types if t in names]
             positions, arrivals = [], []
-            for b in np.flatnonzero(np.isin(codes, wanted)).tolist():
+            for k, b in enumerate(at.tolist()):
                 try:
-                    relation = conj.offer(event_at(b), first + b)
+                    if ticks is not None:
+                        relation = conj.offer(event_at(b), first + b, int(ticks[k]))
+                    else:
+                        relation = conj.offer(event_at(b), first + b)
                 except QueueOverflowError as error:
                     overflows.append((b, len(overflows), error))
                     break
@@ -237,6 +252,8 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
                 )
             )
     engine._published += size
+    for i, name in enumerate(names):
+        engine._seen[name] += int(counts[i])
     if overflows:
         raise min(overflows, key=lambda o: o[:2])[2]
     for g in groups:

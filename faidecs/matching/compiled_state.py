@@ -15,13 +15,14 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from faidecs.errors import QueueOverflowError, SnapshotError
-from faidecs.grammar.model import Conjunction, Disposal, EventType, Matching
+from faidecs.grammar.model import Conjunction, Const, Disposal, EventType, Matching
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.columns import StringTable, TypeCodec
-from faidecs.matching.conjunction_state import ARRIVALS, CLOCK, TICKS, Validate, read_queues
+from faidecs.matching.conjunction_state import ARRIVALS, CLOCK, TICKS, PlainState, Validate, read_queues
 from faidecs.matching.reference import Queues
 from faidecs.matching.events import Event
 from faidecs.matching.kernel_cache import CompiledKernel
+from faidecs.matching.kernel_source import constant_array
 from faidecs.matching.kernel_layout import (
     ARRIVAL,
     DISPOSAL_CODES,
@@ -118,6 +119,10 @@ class EventContext:
             self.events[arrival] = event
             self._encoded = (arrival, event.type)
 
+    def forget_encoded(self) -> None:
+        """The row buffers were overwritten: the next :meth:`encode` must encode again."""
+        self._encoded = (-1, "")
+
     def collect(self, live: Iterable[np.ndarray]) -> None:
         """Forget the events no compiled queue holds any more. A batch few of whose events are
         still queued is replaced by those events, so it does not keep its whole tables alive."""
@@ -147,6 +152,7 @@ class CompiledConjunctionState:
         matching: Matching,
         disposal: Disposal,
         kernel: CompiledKernel,
+        constants: tuple[Const, ...],
         context: EventContext,
         types: dict[str, EventType],
         bounds: Bounds = UNBOUNDED,
@@ -173,7 +179,8 @@ class CompiledConjunctionState:
         meta[field(m, "max_queue")] = bounds.max_queue or 0
         meta[field(m, "max_age")] = bounds.max_age or 0
         meta[field(m, "policy")] = 1 if bounds.overflow == "error" else 0
-        self.sc = np.array([context.strings.code(s) for s in source.string_constants], dtype=np.int64)
+        # This conjunction's constants: the kernel may be shared with conjunctions of the same shape.
+        self.sc = constant_array(constants, context.strings.code)
         # Per-event calls reuse these arrays: one event of local type t, read from its type's
         # row buffer; the other types' input tables are empty.
         empty = [np.zeros((0, w), dtype=np.int64) for w in source.widths]
@@ -181,8 +188,12 @@ class CompiledConjunctionState:
         self._single_row = np.zeros(1, dtype=np.int64)
         self._single_inputs = [tuple(self.codecs[t].row if u == t else empty[u] for u in range(m)) for t in range(m)]
         self._single_out = np.zeros((1, 1 + self.n), dtype=np.int64)
+        self._single_arrival = np.zeros(1, dtype=np.int64)
+        self._single_tick = np.zeros(1, dtype=np.int64)
+        self._args: list[tuple[Any, ...]] | None = None
         self._out_at = field(m, "out")
         self._status_at = field(m, "status")
+        self._clock_at = field(m, "clock")
 
     # --- running the kernel ------------------------------------------------------------------
 
@@ -190,20 +201,22 @@ class CompiledConjunctionState:
         self,
         ev_type: np.ndarray,
         ev_row: np.ndarray,
-        arrival0: int,
+        ev_arrival: np.ndarray,
+        ev_tick: np.ndarray,
         inputs: Sequence[np.ndarray],
         out: np.ndarray,
         event_id: Callable[[int], str],
     ) -> tuple[int, OverflowAt | None]:
-        """Run the kernel over the events ``b`` of ``ev_type`` (arrival ``arrival0 + b``), growing
-        queues as needed. Returns how many relations it wrote to ``out``, and the overflow that
-        stopped it, if one did (``overflow = "error"``)."""
+        """Run the kernel over the events ``b`` of ``ev_type`` (the engine's arrival
+        ``ev_arrival[b]``, the conjunction's clock ``ev_tick[b]`` with it counted), growing queues
+        as needed. Returns how many relations it wrote to ``out``, and the overflow that stopped
+        it, if one did (``overflow = "error"``)."""
         meta = self.meta
         meta[self._out_at] = 0
         b = 0
         run = self.kernel.run
         while True:
-            b = run(meta, self.sc, *self.queues_rows, ev_type, ev_row, arrival0, b, *inputs, out, self.memo)
+            b = run(meta, self.sc, *self.queues_rows, ev_type, ev_row, ev_arrival, ev_tick, b, *inputs, out, self.memo)
             status = meta[self._status_at]
             if status == STATUS_DONE:
                 return int(meta[self._out_at]), None
@@ -228,39 +241,80 @@ class CompiledConjunctionState:
         self.queues_rows[t] = new
         self.meta[2 * t], self.meta[2 * t + 1] = 0, e - s
         self.memo = self._new_memo()
+        self._args = None
 
-    def offer(self, event: Event, arrival: int) -> tuple[Event, ...] | None:
-        t = self.local.get(event.type)
+    def _single_args(self) -> list[tuple[Any, ...]]:
+        """Per local type, the kernel's arguments for one arriving event of that type. Rebuilt
+        when the queues or the memo are replaced (growth, restore)."""
+        return [
+            (
+                self.meta,
+                self.sc,
+                *self.queues_rows,
+                self._single_types[t],
+                self._single_row,
+                self._single_arrival,
+                self._single_tick,
+                0,
+                *self._single_inputs[t],
+                self._single_out,
+                self.memo,
+            )
+            for t in range(self.m)
+        ]
+
+    def offer(self, event: Event, arrival: int, clock: int | None = None) -> tuple[Event, ...] | None:
+        t = self.local.get(event.event_type.name)
         if t is None:
             return None
+        meta = self.meta
+        self._single_arrival[0] = arrival
+        self._single_tick[0] = clock if clock is not None else meta[self._clock_at] + 1
         self.context.encode(event, arrival)
-        out = self._single_out
-        count, overflow = self._run(
-            self._single_types[t], self._single_row, arrival, self._single_inputs[t], out, lambda b: event.id
-        )
-        if overflow is not None:
-            raise overflow.error
-        if not count:
+        meta[self._out_at] = 0
+        args = self._args
+        if args is None:
+            args = self._args = self._single_args()
+        # The kernel's own entry point: the arguments are the arrays made for it, so the
+        # dispatcher's type checks (a microsecond per call) would find nothing.
+        self.kernel.entry(*args[t])
+        if meta[self._status_at] != STATUS_DONE:
+            _, overflow = self._run(
+                self._single_types[t],
+                self._single_row,
+                self._single_arrival,
+                self._single_tick,
+                self._single_inputs[t],
+                self._single_out,
+                lambda b: event.id,
+            )
+            # A queue had to grow (or a bounded one overflowed): the general path handles it.
+            self._args = None
+            if overflow is not None:
+                raise overflow.error
+        if not meta[self._out_at]:
             return None
         self.deliveries += 1
-        self.last_arrivals = tuple(out[0, 1:].tolist())
+        self.last_arrivals = arrivals = tuple(self._single_out[0, 1:].tolist())
         lookup = self.context.event
-        return tuple(lookup(a) for a in self.last_arrivals)
+        return tuple([lookup(a) for a in arrivals])
 
     def run_batch(
         self,
         ev_type: np.ndarray,
         ev_row: np.ndarray,
-        arrival0: int,
+        ev_arrival: np.ndarray,
+        ev_tick: np.ndarray,
         tables: Sequence[np.ndarray],
         event_id: Callable[[int], str],
     ) -> tuple[np.ndarray, OverflowAt | None]:
-        """Process a batch: ``ev_type`` holds the local type of every event (-1: none of this
-        conjunction's), ``ev_row`` its row in that type's table. Returns the relations as rows
-        ``[batch position, arrival of each slot...]``, and the overflow that stopped the batch
-        early, if any."""
+        """Process a batch of events ``b``: ``ev_type`` holds the local type of each (-1: none of
+        this conjunction's), ``ev_row`` its row in that type's table, ``ev_arrival`` its arrival
+        number in the engine and ``ev_tick`` the conjunction's clock with it counted. Returns the
+        relations as rows ``[b, arrival of each slot...]``, and the overflow that stopped the
+        batch early, if any (``event_id(b)`` names the event in its message)."""
         out = np.empty((int(np.count_nonzero(ev_type >= 0)), 1 + self.n), dtype=np.int64)
-        count, overflow = self._run(ev_type, ev_row, arrival0, tables, out, event_id)
+        count, overflow = self._run(ev_type, ev_row, ev_arrival, ev_tick, tables, out, event_id)
         self.deliveries += count
         return out[:count], overflow
 
@@ -312,10 +366,27 @@ class CompiledConjunctionState:
 
     @property
     def clock(self) -> int:
-        return int(self.meta[field(self.m, "clock")])
+        return int(self.meta[self._clock_at])
+
+    def set_clock(self, clock: int) -> None:
+        """Catch the clock up with arrivals the engine did not offer (see ``ConjunctionState.offer``)."""
+        self.meta[self._clock_at] = clock
 
     def restore(self, saved: Any, validate: Validate, published: int) -> None:
-        queues, arrivals, ticks, clock = read_queues(saved, self.types, validate, published)
+        self._load(*read_queues(saved, self.types, validate, published))
+
+    def take(self, other: PlainState) -> None:
+        """Continue from another state of the same conjunction (the reference matcher's, while
+        this kernel was compiled): its queues, clock and counters, exactly."""
+        queues = other.queues
+        arrivals = {t: [a for a in other.arrivals[t]] for t in self.types}  # type: ignore[attr-defined]
+        ticks = {t: [k for k in other.ticks[t]] for t in self.types}  # type: ignore[attr-defined]
+        self._load(queues, arrivals, ticks, other.clock)
+        self.deliveries = other.deliveries
+        self.meta[field(self.m, "drops")] = other.drops
+        self.last_arrivals = other.last_arrivals
+
+    def _load(self, queues: Queues, arrivals: dict[str, list[int]], ticks: dict[str, list[int]], clock: int) -> None:
         self.meta[field(self.m, "clock")] = clock
         context = self.context
         for t, name in enumerate(self.types):
@@ -328,8 +399,12 @@ class CompiledConjunctionState:
                     raise SnapshotError(f"arrival {arrival} names two different events ({known.id!r}, {event.id!r})")
                 rows[k, ARRIVAL], rows[k, TICK] = arrival, tick
                 rows[k, VALUES:] = self.codecs[t].encode_event(event.values)[0]
+            # That used the type's shared row buffer, which may hold the arriving event already
+            # encoded (this state can take over in the middle of an arrival): encode it again.
+            context.forget_encoded()
             self.queues_rows[t] = rows
             self.meta[2 * t], self.meta[2 * t + 1] = 0, len(queues[name])
         self.memo = self._new_memo()
+        self._args = None
         # A snapshot taken right after a match may hold another one: search fully next time.
         self.meta[field(self.m, "dirty")] = 1

@@ -60,16 +60,18 @@ class ConjunctionState:
         self.owner = owner  # (subscription, conjunction as written), for errors
         self.last_arrivals: tuple[int, ...] = ()  # arrival numbers of the last relation, per slot
 
-    def offer(self, event: Event, arrival: int) -> tuple[Event, ...] | None:
+    def offer(self, event: Event, arrival: int, clock: int | None = None) -> tuple[Event, ...] | None:
         """Process one arriving event (the engine's ``arrival``-th, from 0); return the relation
-        it completes, if any.
+        it completes, if any. ``clock``: the conjunction's clock with this arrival counted, when
+        the caller keeps it (an engine's filter index skips arrivals the conjunction would not
+        admit, and they still count); by default the state counts its own arrivals.
 
         At most one relation per arrival. The relation need not contain ``event``: an older
         assignment may still match (e.g. after infix-only disposal)."""
         queue = self.queues.get(event.type)
         if queue is None:
             return None
-        self.clock += 1
+        self.clock = self.clock + 1 if clock is None else clock
         if self.bounds.max_age is not None:
             self._expire(self.clock - self.bounds.max_age)
         if not self.matcher.admits(event):
@@ -106,6 +108,10 @@ class ConjunctionState:
             if old:
                 del ticks[:old], self.arrivals[type_name][:old], self.queues[type_name][:old]
                 self.drops += old
+
+    def set_clock(self, clock: int) -> None:
+        """Catch the clock up with arrivals the caller did not offer (see :meth:`offer`)."""
+        self.clock = clock
 
     def state_json(self) -> dict[str, Any]:
         return {t: [e.id for e in q] for t, q in self.queues.items()}
@@ -284,14 +290,21 @@ class StagedConjunctionState:
 class PlainState(Protocol):
     """What every matcher's conjunction state offers (the reference one and the compiled one)."""
 
-    conjunction: Conjunction
-    deliveries: int
-    last_arrivals: tuple[int, ...]  # of the last relation offer returned, per slot
+    @property
+    def conjunction(self) -> Conjunction: ...
+    @property
+    def deliveries(self) -> int: ...
+    @property
+    def last_arrivals(self) -> tuple[int, ...]:  # of the last relation offer returned, per slot
+        ...
 
     @property
     def drops(self) -> int: ...
 
-    def offer(self, event: Event, arrival: int) -> tuple[Event, ...] | None: ...
+    def offer(self, event: Event, arrival: int, clock: int | None = None) -> tuple[Event, ...] | None: ...
+    def set_clock(self, clock: int) -> None: ...
+    @property
+    def clock(self) -> int: ...
     def state_json(self) -> dict[str, Any]: ...
     def queue_lengths(self) -> dict[str, int]: ...
     def check(self) -> None: ...

@@ -7,10 +7,12 @@ The order of ``publish`` calls is the total order all guarantees refer to.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from faidecs.errors import EventError, FaidecsError, QueueOverflowError, SnapshotError, SubscriptionNotFound
+from faidecs.gcpause import paused_gc
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import Conjunction, Covering, EventType, Program, Subscription
 from faidecs.matching.bounds import UNBOUNDED, Bounds
@@ -22,14 +24,17 @@ from faidecs.matching.conjunction_state import (
 )
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.events import Event, EventValidator
+from faidecs.matching.filter_index import Access, Route, TypeRouter, access
 from faidecs.matching.partitioned_state import PartitionedConjunctionState
 from faidecs.matching.reference import ReferenceMatcher
+from faidecs.matching.tiered_state import TieredState
 
 if TYPE_CHECKING:
     from faidecs.matching.batch import BatchResult
     from faidecs.matching.compiled_state import EventContext
 
 MATCHERS = ("compiled", "reference")
+KERNEL_MODES = ("background", "eager")
 SNAPSHOT_FORMAT = "faidecs.snapshot/2"
 
 
@@ -39,6 +44,7 @@ class _SubscriptionState:
     conjunctions: list[AnyConjunctionState | PartitionedConjunctionState]  # as written
     order: tuple[int, ...]  # canonical evaluation order
     bounds: Bounds
+    routes: list[Route]  # one per conjunction, in evaluation order
 
 
 BoundsSpec = Bounds | Mapping[str, Bounds] | None
@@ -57,32 +63,55 @@ class Engine:
     [{'subscription': 'S', 'conjunction': 0, 'relation': ['x1', 'y1']}]
     """
 
-    def __init__(self, program: Program, *, matcher: str = "compiled", bounds: BoundsSpec = None):
+    def __init__(
+        self, program: Program, *, matcher: str = "compiled", bounds: BoundsSpec = None, kernels: str | None = None
+    ):
         """``matcher``: ``"compiled"`` (each conjunction runs as a numba kernel; conjunctions the
         kernels cannot run, those that order strings, use the reference matcher) or
         ``"reference"`` (the oracle). ``bounds``: one :class:`Bounds` for every conjunction, or one
-        per subscription name (see :mod:`faidecs.matching.bounds`)."""
+        per subscription name (see :mod:`faidecs.matching.bounds`). ``kernels`` (compiled
+        matcher): ``"background"`` (the default; conjunctions whose kernel this process does not
+        hold yet run on the reference matcher while a worker process compiles it, and switch to
+        it between two events) or ``"eager"`` (every kernel is compiled or loaded before the
+        engine is returned); the ``FAIDECS_KERNELS`` environment variable sets the default."""
         if matcher not in MATCHERS:
             raise ValueError(f"unknown matcher {matcher!r}; available: {', '.join(MATCHERS)}")
+        kernels = kernels if kernels is not None else os.environ.get("FAIDECS_KERNELS") or "background"
+        if kernels not in KERNEL_MODES:
+            raise ValueError(f"unknown kernels mode {kernels!r}; available: {', '.join(KERNEL_MODES)}")
         self.matcher = matcher
+        self.kernels = kernels
+        self._pending: list[TieredState] = []  # conjunctions waiting for their kernel
         self._bounds = _check_bounds(bounds, {s.name for s in program.subscriptions})
         self._types: dict[str, EventType] = dict(program.types)
         self._validator = EventValidator(self._types)
         self._subscriptions: dict[str, _SubscriptionState] = {}
-        self._by_type: dict[str, list[tuple[_SubscriptionState, int]]] = {}
+        self._routers: dict[str, TypeRouter] = {}  # per event type: the filter index
+        self._seen: dict[str, int] = dict.fromkeys(self._types, 0)  # arrivals per type: the routes' clocks
+        self._added = 0  # subscriptions added so far: the first part of a route's rank
         self._published = 0
         self._stopped: QueueOverflowError | None = None
         self._context: EventContext | None = None
         self._compiled: list[Any] = []  # the compiled conjunction states, for garbage collection
-        for sub in program.subscriptions:
-            self._add(sub)
+        with paused_gc():
+            for sub in program.subscriptions:
+                self._add(sub)
+            self._route_types(self._types)
 
     @classmethod
     def from_source(
-        cls, text: str, *, filename: str = "<program>", matcher: str = "compiled", bounds: BoundsSpec = None
+        cls,
+        text: str,
+        *,
+        filename: str = "<program>",
+        matcher: str = "compiled",
+        bounds: BoundsSpec = None,
+        kernels: str | None = None,
     ) -> "Engine":
         """Compile a program; raises :class:`~faidecs.errors.ProgramError` with positions."""
-        return cls(compile_program(text, filename), matcher=matcher, bounds=bounds)
+        with paused_gc():
+            program = compile_program(text, filename)
+        return cls(program, matcher=matcher, bounds=bounds, kernels=kernels)
 
     # --- program ---------------------------------------------------------------------------
 
@@ -121,37 +150,100 @@ class Engine:
                 states.append(PartitionedConjunctionState(c, sub.partition_by, self._types, whole))
             else:
                 states.append(whole())
-        self._subscriptions[sub.name] = _SubscriptionState(sub, states, sub.evaluation_order, bounds)
-        self._index_types()
+        routes = []
+        for rank, index in enumerate(sub.evaluation_order):
+            state = states[index]
+            # Partitioned and staged states count their parts' arrivals themselves, and an age
+            # bound expires events at every arrival of the conjunction's types: those are
+            # offered every event of their types.
+            clocked = not isinstance(state, (PartitionedConjunctionState, StagedConjunctionState))
+            route = Route((self._added, rank), state, sub, index, sub.conjunctions[index].types, clocked)
+            route.offset = -sum(self._seen[t] for t in route.types)  # a new state's clock is 0
+            routes.append(route)
+        self._added += 1
+        self._subscriptions[sub.name] = _SubscriptionState(sub, states, sub.evaluation_order, bounds, routes)
 
     def _plain_state(self, c: Conjunction, sub: Subscription, bounds: Bounds, index: int) -> PlainState:
-        if self.matcher == "compiled":
-            from faidecs.matching.compiled_state import CompiledConjunctionState, EventContext
-            from faidecs.matching.kernel_cache import load
-            from faidecs.matching.kernel_source import NotCompilable, generate
+        reference = ConjunctionState(ReferenceMatcher(c, sub.matching), sub.disposal, bounds, (sub.name, index))
+        if self.matcher != "compiled":
+            return reference
+        from faidecs.matching import kernel_cache
+        from faidecs.matching.compiled_state import CompiledConjunctionState, EventContext
+        from faidecs.matching.kernel_source import NotCompilable, generate
 
-            try:
-                source = generate(c, self._types)
-            except NotCompilable:
-                pass  # ordering of strings: the reference matcher runs this conjunction
+        try:
+            source = generate(c, self._types)
+        except NotCompilable:
+            return reference  # ordering of strings: the reference matcher runs this conjunction
+        context = self._context = self._context or EventContext()
+
+        def build(kernel: kernel_cache.CompiledKernel) -> CompiledConjunctionState:
+            return CompiledConjunctionState(
+                c, sub.matching, sub.disposal, kernel, source.constants, context, self._types, bounds, (sub.name, index)
+            )
+
+        kernel = kernel_cache.loaded(source.key)
+        if kernel is None and self.kernels == "eager":
+            kernel = kernel_cache.load(source)
+        if kernel is not None:
+            state = build(kernel)
+            self._compiled.append(state)
+            return state
+        from faidecs.matching.kernel_broker import broker
+        from faidecs.matching.tiered_state import TieredState
+
+        tiered = TieredState(reference, broker().request(source), build, self._compiled.append)
+        self._pending.append(tiered)
+        return tiered
+
+    def wait_for_kernels(self, timeout: float | None = None) -> bool:
+        """Block until every conjunction that can run compiled has its kernel (or its kernel
+        failed to compile, which leaves it on the reference matcher), and switch them to their
+        kernels; True if that happened within ``timeout`` seconds. Publishing never waits: this
+        is for measuring and for applications that prefer a slow start to a slow first minute."""
+        from faidecs.matching.kernel_broker import wait
+
+        done = wait([t.handle for t in self._pending if t.handle is not None], timeout)
+        self._poll_kernels()
+        return done
+
+    def _poll_kernels(self) -> None:
+        """Switch the conjunctions whose kernels are ready (each also does so on its next event)."""
+        if self._pending:
+            self._pending = [t for t in self._pending if not t.poll() and t.handle is not None]
+
+    def _route_types(self, types: Iterable[str]) -> None:
+        """Rebuild the filter index of ``types`` from the subscriptions' routes."""
+        for type_name in types:
+            found: list[tuple[Route, Access]] = []
+            for state in self._subscriptions.values():
+                for route in state.routes:
+                    if type_name in route.types:
+                        indexable = route.clocked and state.bounds.max_age is None
+                        conjunction = state.subscription.conjunctions[route.index]
+                        route.access[type_name] = access(conjunction, type_name, indexable)
+                        found.append((route, route.access[type_name]))
+            if found:
+                self._routers[type_name] = TypeRouter(found)
             else:
-                if self._context is None:
-                    self._context = EventContext()
-                state = CompiledConjunctionState(
-                    c, sub.matching, sub.disposal, load(source), self._context, self._types, bounds, (sub.name, index)
-                )
-                self._compiled.append(state)
-                return state
-        return ConjunctionState(ReferenceMatcher(c, sub.matching), sub.disposal, bounds, (sub.name, index))
+                self._routers.pop(type_name, None)
 
-    def _index_types(self) -> None:
-        """Per event type, the conjunctions it can reach, in delivery order."""
-        by_type: dict[str, list[tuple[_SubscriptionState, int]]] = {}
+    def _sync_clocks(self) -> None:
+        """Bring every conjunction's clock up to date with the arrivals the index skipped, before
+        anything reads it (snapshots, checks, batches)."""
+        seen = self._seen
         for state in self._subscriptions.values():
-            for index in state.order:
-                for type_name in state.subscription.conjunctions[index].types:
-                    by_type.setdefault(type_name, []).append((state, index))
-        self._by_type = by_type
+            for route in state.routes:
+                if route.clocked:
+                    route.state.set_clock(route.clock(seen))
+
+    def _take_clocks(self) -> None:
+        """The routes' offsets from their states' clocks (after a restore)."""
+        seen = self._seen
+        for state in self._subscriptions.values():
+            for route in state.routes:
+                if route.clocked:
+                    route.offset = route.state.clock - sum(seen[t] for t in route.types)
 
     def matchers(self) -> dict[str, list[str]]:
         """Per subscription, per conjunction as written: ``"compiled"`` or ``"reference"`` (for a
@@ -163,6 +255,8 @@ class Engine:
                 return kind(next(iter(state.parts.values()))) if state.parts else self._kind(state.conjunction)
             if isinstance(state, StagedConjunctionState):
                 return "+".join(kind(p) for p in state.parts)
+            if isinstance(state, TieredState):
+                return kind(state.impl)
             return "reference" if isinstance(state, ConjunctionState) else "compiled"
 
         return {name: [kind(c) for c in s.conjunctions] for name, s in self._subscriptions.items()}
@@ -171,13 +265,14 @@ class Engine:
         """The matcher a new state of ``c`` would use."""
         if self.matcher != "compiled":
             return "reference"
+        from faidecs.matching import kernel_cache
         from faidecs.matching.kernel_source import NotCompilable, generate
 
         try:
-            generate(c, self._types)
+            source = generate(c, self._types)
         except NotCompilable:
             return "reference"
-        return "compiled"
+        return "compiled" if self.kernels == "eager" or kernel_cache.loaded(source.key) else "reference"
 
     def subscribe(self, text: str) -> list[str]:
         """Add the subscriptions (and any new types) declared in ``text`` at run time; they start
@@ -185,8 +280,12 @@ class Engine:
         ``text`` does not check."""
         program = compile_program(text, "<subscribe>", known_types=self._types, taken_names=self._subscriptions)
         self._types.update(program.types)
-        for sub in program.subscriptions:
-            self._add(sub)
+        for type_name in program.types:
+            self._seen.setdefault(type_name, 0)
+        with paused_gc():
+            for sub in program.subscriptions:
+                self._add(sub)
+            self._route_types({t for sub in program.subscriptions for t in sub.types})
         return [s.name for s in program.subscriptions]
 
     def unsubscribe(self, name: str) -> None:
@@ -196,7 +295,7 @@ class Engine:
         gone = self._subscriptions.pop(name)
         parts = {id(p) for c in gone.conjunctions for p in _plain_states(c)}
         self._compiled = [c for c in self._compiled if id(c) not in parts]
-        self._index_types()
+        self._route_types(gone.subscription.types)
 
     # --- events ----------------------------------------------------------------------------
 
@@ -225,13 +324,19 @@ class Engine:
             raise self._stopped
         arrival = self._published
         self._published += 1
+        seen = self._seen
+        seen[event.type] += 1
         deliveries: list[Delivery] = []
+        router = self._routers.get(event.type)
         try:
-            for state, index in self._by_type.get(event.type, ()):
-                relation = state.conjunctions[index].offer(event, arrival)
+            for route in router.routes(event.values) if router is not None else ():
+                if route.clocked:
+                    relation = route.state.offer(event, arrival, route.offset + sum([seen[t] for t in route.types]))
+                else:
+                    relation = route.state.offer(event, arrival)
                 if relation is not None:
-                    sub = state.subscription
-                    deliveries.append(Delivery(sub.name, index, relation, sub.conjunctions[index].signature))
+                    sub = route.subscription
+                    deliveries.append(Delivery(sub.name, route.index, relation, sub.conjunctions[route.index].signature))
         except QueueOverflowError as exc:
             self._stopped = exc
             raise
@@ -255,6 +360,8 @@ class Engine:
 
         if self._stopped is not None:
             raise self._stopped
+        self._sync_clocks()  # every conjunction sees every event of its types in a batch
+        self._poll_kernels()
         try:
             return publish_batch(self, tables, order)
         except QueueOverflowError as exc:
@@ -287,6 +394,7 @@ class Engine:
 
     def check(self) -> None:
         """Assert internal invariants (used by the tests after every step)."""
+        self._sync_clocks()
         for s in self._subscriptions.values():
             assert len(s.conjunctions) == len(s.subscription.conjunctions)
             for c in s.conjunctions:
@@ -298,6 +406,7 @@ class Engine:
         by a queue overflow has no consistent state to give: this raises the overflow again."""
         if self._stopped is not None:
             raise self._stopped
+        self._sync_clocks()
         return {
             "format": SNAPSHOT_FORMAT,
             "program": self.source(),
@@ -335,6 +444,7 @@ class Engine:
                     conj.restore(saved, engine._validator.validate, published)
                 except (EventError, SnapshotError) as exc:
                     raise SnapshotError(f"subscription {name}, conjunction {k}: {exc}") from None
+        engine._take_clocks()
         return engine
 
 
@@ -344,7 +454,10 @@ def _plain_states(state: Any) -> Iterator[Any]:
         for part in state.parts.values():
             yield from _plain_states(part)
     elif isinstance(state, StagedConjunctionState):
-        yield from state.parts
+        for part in state.parts:
+            yield from _plain_states(part)
+    elif isinstance(state, TieredState):
+        yield state.impl
     else:
         yield state
 

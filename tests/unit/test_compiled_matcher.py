@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,31 +20,12 @@ from hypothesis import strategies as st
 from faidecs import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import numpy as np  # noqa: E402
-from stepwise import Delivered, per_event  # noqa: E402
+from stepwise import Delivered, as_batch, per_event  # noqa: E402
 from strategies import DISPOSALS, MATCHINGS, Event, between, draw_programs, draw_streams, program_text  # noqa: E402
 
 # Every example compiles its conjunctions once; keep the count of structures moderate and the
 # number of runs per structure high (16 option combinations x 3 streams).
 EXAMPLES = settings(max_examples=min(25, max(10, (settings.default.max_examples or 100) // 5)), deadline=None)
-
-
-def as_batch(engine: Engine, events: list[Event]) -> list[Delivered]:
-    """Publish ``events`` as one batch: one table per type, ids in an ``id`` column."""
-    types = engine.types
-    names = sorted({e["type"] for e in events})
-    tables: dict[str, dict[str, Any]] = {}
-    for name in names:
-        rows = [e for e in events if e["type"] == name]
-        columns: dict[str, Any] = {"id": np.array([e["id"] for e in rows], dtype=object)}
-        for attr in types[name].attributes:
-            values = [e["attrs"][attr.name] for e in rows]
-            kind = attr.kind.value
-            dtype = {"int": np.int64, "float": np.float64, "bool": np.bool_, "str": object}[kind]
-            columns[attr.name] = np.array(values, dtype=dtype)
-        tables[name] = columns
-    result = engine.publish_batch(tables, [e["type"] for e in events])
-    return result.deliveries()
 
 
 @EXAMPLES

@@ -1,0 +1,157 @@
+"""Kernels compiled out of the way of the events.
+
+Compiling a kernel with numba takes seconds; an engine must answer from its first event. The
+broker takes requests for kernels, has a worker process (:mod:`faidecs.matching.kernel_worker`)
+compile them into the on-disk cache, on another core, and loads each one into this process from
+that cache (milliseconds) on a background thread. A conjunction waiting for its kernel runs on
+the reference matcher meanwhile and swaps the kernel in between two events
+(:class:`~faidecs.matching.tiered_state.TieredState`).
+
+Requests are kept weakly: a kernel whose conjunctions were all unsubscribed (or whose engine was
+dropped) before its turn is never compiled. One broker serves the whole process; the worker
+starts on the first request that the disk cache cannot answer and exits when the process does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+from faidecs.matching import kernel_cache
+from faidecs.matching.kernel_cache import CompiledKernel
+from faidecs.matching.kernel_source import KernelSource
+
+
+class KernelHandle:
+    """A requested kernel: ``kernel`` is None until it is loaded; ``error`` says why it never
+    will be (the conjunction then stays on the reference matcher)."""
+
+    __slots__ = ("__weakref__", "done", "error", "kernel", "source")
+
+    def __init__(self, source: KernelSource, kernel: CompiledKernel | None = None):
+        self.source = source
+        self.kernel = kernel
+        self.error: str | None = None
+        self.done = threading.Event()
+        if kernel is not None:
+            self.done.set()
+
+    def _finish(self, kernel: CompiledKernel | None, error: str | None = None) -> None:
+        self.kernel, self.error = kernel, error
+        self.done.set()
+
+
+class KernelBroker:
+    def __init__(self) -> None:
+        self._pid = os.getpid()
+        self._requests: queue.SimpleQueue[weakref.ref[KernelHandle]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._worker: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+
+    def request(self, source: KernelSource) -> KernelHandle:
+        """A handle for ``source``'s kernel, ready at once if this process holds it already."""
+        kernel = kernel_cache.loaded(source.key)
+        if kernel is not None:
+            return KernelHandle(source, kernel)
+        handle = KernelHandle(source)
+        self._requests.put(weakref.ref(handle))
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="faidecs-kernels", daemon=True)
+                self._thread.start()
+        return handle
+
+    # --- the background thread ---------------------------------------------------------------
+
+    def _serve(self) -> None:
+        while True:
+            handle = self._requests.get()()
+            if handle is None:
+                continue  # nobody waits for it any more
+            source = handle.source
+            try:
+                if kernel_cache.loaded(source.key) is None and not kernel_cache.on_disk(source):
+                    self._compile_in_worker(source)
+                handle._finish(kernel_cache.load(source))
+            except Exception as exc:  # noqa: BLE001 - recorded on the handle, the engine goes on
+                handle._finish(None, f"{type(exc).__name__}: {exc}")
+            del handle
+
+    def _compile_in_worker(self, source: KernelSource) -> None:
+        """Have the worker fill the disk cache; on any failure of the worker, the caller's load
+        compiles in this process instead (slower for the events, but never wrong)."""
+        worker = self._worker
+        if worker is None or worker.poll() is not None:
+            worker = self._worker = _start_worker()
+        assert worker.stdin is not None and worker.stdout is not None
+        request = {
+            "key": source.key,
+            "source": source.source,
+            "types": list(source.types),
+            "widths": list(source.widths),
+            "memo": source.memo,
+        }
+        try:
+            worker.stdin.write(json.dumps(request) + "\n")
+            worker.stdin.flush()
+            answer = _read_answer(worker.stdout)
+        except OSError:
+            answer = None
+        if answer is None:
+            self._worker = None
+
+
+def _read_answer(stream: IO[str]) -> dict[str, object] | None:
+    line = stream.readline()
+    return json.loads(line) if line else None
+
+
+def _start_worker() -> subprocess.Popen[str]:
+    import faidecs
+
+    env = dict(os.environ)
+    # The worker must import this very faidecs, wherever it was imported from.
+    home = str(Path(faidecs.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (home, env.get("PYTHONPATH")) if p)
+    return subprocess.Popen(
+        [sys.executable, "-m", "faidecs.matching.kernel_worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+
+
+_broker: KernelBroker | None = None
+_broker_lock = threading.Lock()
+
+
+def broker() -> KernelBroker:
+    """This process's broker (a fresh one in a forked child: threads do not survive a fork)."""
+    global _broker
+    with _broker_lock:
+        if _broker is None or _broker._pid != os.getpid():
+            _broker = KernelBroker()
+        return _broker
+
+
+def wait(handles: Iterable[KernelHandle], timeout: float | None = None) -> bool:
+    """Wait until every handle is done; True if all are, within ``timeout`` seconds overall."""
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for handle in handles:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not handle.done.wait(left):
+            return False
+    return True
