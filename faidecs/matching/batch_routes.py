@@ -13,6 +13,7 @@ and work in the number of events it is handed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from faidecs.grammar.model import EventType, Kind
 from faidecs.matching.columns import StringTable
-from faidecs.matching.filter_index import Equal, Route
+from faidecs.matching.filter_index import Bounded, Equal, Route
 
 
 class BatchRoutes:
@@ -76,6 +77,19 @@ class BatchRoutes:
         rows: np.ndarray = np.sort(np.concatenate(parts)) if len(parts) != 1 else parts[0]
         return rows
 
+    def _rows_bounded(self, table: int, access: Bounded) -> np.ndarray | None:
+        """The rows whose attribute passes one of the range tests, compared exactly as Python
+        compares the values (None: a test this cannot decide exactly, so nothing is narrowed)."""
+        kind = self.types[table].attributes[access.position].kind
+        column = self.encoded[table][:, access.position]
+        mask = np.zeros(len(column), dtype=bool)
+        for op, constant in access.tests:
+            passed = _compare(column, kind, op, constant)
+            if passed is None:
+                return None
+            mask |= passed
+        return np.flatnonzero(mask)
+
     def positions(self, route: Route) -> np.ndarray:
         """The batch positions of the events ``route`` must be offered, in batch order."""
         parts = []
@@ -84,7 +98,11 @@ class BatchRoutes:
             if table is None:
                 continue
             how = route.access.get(type_name)
-            rows = self._rows_equal(table, how) if isinstance(how, Equal) else None
+            rows = None
+            if isinstance(how, Equal):
+                rows = self._rows_equal(table, how)
+            elif isinstance(how, Bounded):
+                rows = self._rows_bounded(table, how)
             everything = self.positions_of(table)
             parts.append(everything if rows is None else everything[rows])
         if not parts:
@@ -104,3 +122,31 @@ class BatchRoutes:
                 counts = self._counts[table] = np.cumsum(self.codes == table, dtype=np.int64)
             ticks += counts[positions]
         return ticks
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_NUMPY_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
+
+
+def _compare(column: np.ndarray, kind: Kind, op: str, constant: Any) -> np.ndarray | None:
+    """``column op constant`` for an encoded column of ``kind``, exactly; None if that cannot be
+    done in numpy without rounding."""
+    compare = _NUMPY_OPS[op]
+    if kind is Kind.FLOAT:
+        value = float(constant)
+        if type(constant) is int and int(value) != constant:
+            return None  # numpy would compare against the rounded constant
+        return np.asarray(compare(column.view(np.float64), value))
+    if kind is not Kind.INT:
+        return None
+    if type(constant) is float:
+        # For an integer x: x > c iff x > floor(c), x >= c iff x >= ceil(c), and so on.
+        constant = math.floor(constant) if op in (">", "<=") else math.ceil(constant)
+    if type(constant) is not int:
+        return None
+    if constant > _INT64_MAX or constant < _INT64_MIN:
+        # Every int64 lies on one side of it.
+        below = constant > _INT64_MAX
+        holds = below if op in ("<", "<=") else not below
+        return np.full(len(column), holds, dtype=bool)
+    return np.asarray(compare(column, np.int64(constant)))

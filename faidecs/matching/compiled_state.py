@@ -114,10 +114,11 @@ class EventContext:
     def encode(self, event: Event, arrival: int) -> None:
         """Encode the arriving event into its type's row buffer (once, however many compiled
         conjunctions look at it) and remember it."""
-        if self._encoded != (arrival, event.type):
-            self.codecs[event.type].encode_event(event.values)
+        name = event.event_type.name
+        if self._encoded != (arrival, name):
+            self.codecs[name].encode_event(event.values)
             self.events[arrival] = event
-            self._encoded = (arrival, event.type)
+            self._encoded = (arrival, name)
 
     def forget_encoded(self) -> None:
         """The row buffers were overwritten: the next :meth:`encode` must encode again."""

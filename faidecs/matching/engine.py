@@ -313,7 +313,7 @@ class Engine:
         if not isinstance(event, Event):
             event = self.validate(event, line=line)
         else:
-            declared = self._types.get(event.type)
+            declared = self._types.get(event.event_type.name)
             if declared is not event.event_type and declared != event.event_type:
                 raise EventError(
                     "event of a type this engine does not declare (or declares differently)",
@@ -324,14 +324,15 @@ class Engine:
             raise self._stopped
         arrival = self._published
         self._published += 1
+        type_name = event.event_type.name
         seen = self._seen
-        seen[event.type] += 1
+        seen[type_name] += 1
         deliveries: list[Delivery] = []
-        router = self._routers.get(event.type)
+        router = self._routers.get(type_name)
         try:
             for route in router.routes(event.values) if router is not None else ():
                 if route.clocked:
-                    relation = route.state.offer(event, arrival, route.offset + sum([seen[t] for t in route.types]))
+                    relation = route.state.offer(event, arrival, route.offset + sum(map(seen.__getitem__, route.types)))
                 else:
                     relation = route.state.offer(event, arrival)
                 if relation is not None:

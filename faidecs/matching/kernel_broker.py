@@ -15,6 +15,7 @@ starts on the first request that the disk cache cannot answer and exits when the
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import subprocess
@@ -28,6 +29,9 @@ from typing import IO
 from faidecs.matching import kernel_cache
 from faidecs.matching.kernel_cache import CompiledKernel
 from faidecs.matching.kernel_source import KernelSource
+
+
+_log = logging.getLogger("faidecs.kernels")
 
 
 class KernelHandle:
@@ -84,6 +88,12 @@ class KernelBroker:
                 handle._finish(kernel_cache.load(source))
             except Exception as exc:  # noqa: BLE001 - recorded on the handle, the engine goes on
                 handle._finish(None, f"{type(exc).__name__}: {exc}")
+                _log.warning(
+                    "kernel %s (%s) could not be compiled: %s; its conjunctions stay on the reference matcher",
+                    source.key,
+                    source.source.splitlines()[1].lstrip("# "),
+                    handle.error,
+                )
             del handle
 
     def _compile_in_worker(self, source: KernelSource) -> None:

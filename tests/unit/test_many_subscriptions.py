@@ -15,6 +15,7 @@ import gc
 import json
 import random
 import sys
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,8 @@ SHAPES = (
     "A.x >= {i} and C",
     "B[0].k = {i} and B[1].k > B[0].k",
     "C.k = {i} and C.k < 3 and A.s = {s}",
+    "B.k > {f} and C.k <= {f} and A",  # an integer attribute against a float constant
+    "C.k > -9223372036854775808 and B.k <= 1e300 and A.x < 9007199254740993",  # past int64 and 2**53
 )
 OPTIONS = ("", "matching MR", "matching FRC", "matching MRC", "disposal I", "disposal IP", "disposal FP")
 
@@ -325,3 +328,24 @@ def test_batches_over_many_subscriptions_agree_with_publishing_one_by_one(
         assert (engine.state_json(), engine.metrics()) == (reference.state_json(), reference.metrics())
         k += len(chunk)
     assert engine.snapshot() == reference.snapshot()
+
+
+def test_a_kernel_that_cannot_be_built_leaves_the_engine_on_the_reference_matcher(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An unwritable cache folder: the worker and the fallback both fail; the engine keeps
+    answering on the reference matcher and says why."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("FAIDECS_CACHE_DIR", str(blocked))
+    monkeypatch.setattr(kernel_cache, "loaded", lambda key: None)
+    monkeypatch.setattr(kernel_cache, "_kernels", weakref.WeakValueDictionary())  # nothing in memory
+    text = TYPES + "subscription S: C.k = 2 and A.k = C.k and B\n"
+    engine = Engine.from_source(text, kernels="background")
+    assert engine.wait_for_kernels(timeout=600)
+    assert engine.matchers() == {"S": ["reference"]}
+    assert "could not be compiled" in caplog.text and "NotADirectoryError" in caplog.text
+    engine.publish({"id": "c", "type": "C", "attrs": {"k": 2}})
+    engine.publish({"id": "a", "type": "A", "attrs": {"k": 2, "s": "", "x": 0.5, "b": True}})
+    got = engine.publish({"id": "b", "type": "B", "attrs": {"k": 9, "s": "", "y": 0.5}})
+    assert [tuple(d.ids) for d in got] == [("a", "b", "c")]
