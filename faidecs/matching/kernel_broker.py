@@ -30,7 +30,6 @@ from faidecs.matching import kernel_cache
 from faidecs.matching.kernel_cache import CompiledKernel
 from faidecs.matching.kernel_source import KernelSource
 
-
 _log = logging.getLogger("faidecs.kernels")
 
 
