@@ -192,6 +192,12 @@ class CompiledConjunctionState:
         self._single_arrival = np.zeros(1, dtype=np.int64)
         self._single_tick = np.zeros(1, dtype=np.int64)
         self._args: list[tuple[Any, ...]] | None = None
+        # The per-event path reads and writes single numbers of these arrays: through
+        # memoryviews of the same memory, each access costs a fraction of numpy's.
+        self._meta_view = _int64_view(self.meta)
+        self._arrival_view = _int64_view(self._single_arrival)
+        self._tick_view = _int64_view(self._single_tick)
+        self._out_view = _int64_view(self._single_out)
         self._out_at = field(m, "out")
         self._status_at = field(m, "status")
         self._clock_at = field(m, "clock")
@@ -268,9 +274,9 @@ class CompiledConjunctionState:
         t = self.local.get(event.event_type.name)
         if t is None:
             return None
-        meta = self.meta
-        self._single_arrival[0] = arrival
-        self._single_tick[0] = clock if clock is not None else meta[self._clock_at] + 1
+        meta = self._meta_view
+        self._arrival_view[0] = arrival
+        self._tick_view[0] = clock if clock is not None else meta[self._clock_at] + 1
         self.context.encode(event, arrival)
         meta[self._out_at] = 0
         args = self._args
@@ -296,7 +302,7 @@ class CompiledConjunctionState:
         if not meta[self._out_at]:
             return None
         self.deliveries += 1
-        self.last_arrivals = arrivals = tuple(self._single_out[0, 1:].tolist())
+        self.last_arrivals = arrivals = tuple(self._out_view[1:].tolist())
         lookup = self.context.event
         return tuple([lookup(a) for a in arrivals])
 
@@ -409,3 +415,8 @@ class CompiledConjunctionState:
         self._args = None
         # A snapshot taken right after a match may hold another one: search fully next time.
         self.meta[field(self.m, "dirty")] = 1
+
+
+def _int64_view(array: np.ndarray) -> memoryview:
+    """A flat int64 memoryview of a C-contiguous int64 array (the same memory)."""
+    return array.data.cast("B").cast("q")
