@@ -96,7 +96,6 @@ class Engine:
         with paused_gc():
             for sub in program.subscriptions:
                 self._add(sub)
-            self._route_types(self._types)
 
     @classmethod
     def from_source(
@@ -161,7 +160,8 @@ class Engine:
             route.offset = -sum(self._seen[t] for t in route.types)  # a new state's clock is 0
             routes.append(route)
         self._added += 1
-        self._subscriptions[sub.name] = _SubscriptionState(sub, states, sub.evaluation_order, bounds, routes)
+        added = self._subscriptions[sub.name] = _SubscriptionState(sub, states, sub.evaluation_order, bounds, routes)
+        self._index(added)
 
     def _plain_state(self, c: Conjunction, sub: Subscription, bounds: Bounds, index: int) -> PlainState:
         reference = ConjunctionState(ReferenceMatcher(c, sub.matching), sub.disposal, bounds, (sub.name, index))
@@ -212,21 +212,25 @@ class Engine:
         if self._pending:
             self._pending = [t for t in self._pending if not t.poll() and t.handle is not None]
 
-    def _route_types(self, types: Iterable[str]) -> None:
-        """Rebuild the filter index of ``types`` from the subscriptions' routes."""
-        for type_name in types:
-            found: list[tuple[Route, Access]] = []
-            for state in self._subscriptions.values():
-                for route in state.routes:
-                    if type_name in route.types:
-                        indexable = route.clocked and state.bounds.max_age is None
-                        conjunction = state.subscription.conjunctions[route.index]
-                        route.access[type_name] = access(conjunction, type_name, indexable)
-                        found.append((route, route.access[type_name]))
-            if found:
-                self._routers[type_name] = TypeRouter(found)
-            else:
-                self._routers.pop(type_name, None)
+    def _index(self, state: _SubscriptionState) -> None:
+        """Enter a subscription's conjunctions into the filter index of each of their types."""
+        for route in state.routes:
+            indexable = route.clocked and state.bounds.max_age is None
+            conjunction = state.subscription.conjunctions[route.index]
+            for type_name in route.types:
+                how = route.access[type_name] = access(conjunction, type_name, indexable)
+                router = self._routers.get(type_name)
+                if router is None:
+                    router = self._routers[type_name] = TypeRouter()
+                router.add(route, how)
+
+    def _unindex(self, state: _SubscriptionState) -> None:
+        for route in state.routes:
+            for type_name in route.types:
+                router = self._routers[type_name]
+                router.remove(route, route.access[type_name])
+                if not router:
+                    del self._routers[type_name]
 
     def _sync_clocks(self) -> None:
         """Bring every conjunction's clock up to date with the arrivals the index skipped, before
@@ -285,7 +289,6 @@ class Engine:
         with paused_gc():
             for sub in program.subscriptions:
                 self._add(sub)
-            self._route_types({t for sub in program.subscriptions for t in sub.types})
         return [s.name for s in program.subscriptions]
 
     def unsubscribe(self, name: str) -> None:
@@ -295,7 +298,7 @@ class Engine:
         gone = self._subscriptions.pop(name)
         parts = {id(p) for c in gone.conjunctions for p in _plain_states(c)}
         self._compiled = [c for c in self._compiled if id(c) not in parts]
-        self._route_types(gone.subscription.types)
+        self._unindex(gone)
 
     # --- events ----------------------------------------------------------------------------
 
@@ -396,6 +399,11 @@ class Engine:
     def check(self) -> None:
         """Assert internal invariants (used by the tests after every step)."""
         self._sync_clocks()
+        for router in self._routers.values():
+            router.check()
+        assert sum(len(r) for r in self._routers.values()) == sum(
+            len(route.types) for s in self._subscriptions.values() for route in s.routes
+        )
         for s in self._subscriptions.values():
             assert len(s.conjunctions) == len(s.subscription.conjunctions)
             for c in s.conjunctions:

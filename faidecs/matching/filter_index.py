@@ -23,6 +23,7 @@ the conjunctions returned; independent of how many conjunctions the event does n
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from bisect import insort
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -126,6 +127,9 @@ class _Ranges:
     def add(self, op: str, constant: Any, route: Route) -> None:
         (self.above if op in (">", ">=") else self.below).add((constant, op, route))
 
+    def remove(self, op: str, constant: Any, route: Route) -> None:
+        (self.above if op in (">", ">=") else self.below).remove((constant, op, route))
+
     def passed(self, value: Any, out: list[Route]) -> None:
         above, below = self.above, self.below
         for constant, op, route in above.islice(0, above.bisect_key_right(value)):
@@ -137,23 +141,52 @@ class _Ranges:
 
 
 class TypeRouter:
-    """The routes of one event type: residual ones, and ones indexed by attribute values."""
+    """The routes of one event type: residual ones, and ones indexed by attribute values.
+    Adding or removing a route costs O(log n) per constant (plus a list insertion)."""
 
-    def __init__(self, routes: Iterable[tuple[Route, Access]]):
+    def __init__(self, routes: Iterable[tuple[Route, Access]] = ()):
         self.residual: list[Route] = []
         self.equal: dict[int, dict[Any, list[Route]]] = {}
         self.ranges: dict[int, _Ranges] = {}
-        for route, how in sorted(routes, key=lambda r: r[0].rank):
-            if how is None:
-                self.residual.append(route)
-            elif isinstance(how, Equal):
-                table = self.equal.setdefault(how.position, {})
-                for key in how.keys:
-                    table.setdefault(key, []).append(route)
-            else:
-                ranges = self.ranges.setdefault(how.position, _Ranges())
-                for op, constant in how.tests:
-                    ranges.add(op, constant, route)
+        self.size = 0
+        for route, how in routes:
+            self.add(route, how)
+
+    def add(self, route: Route, how: Access) -> None:
+        if how is None:
+            insort(self.residual, route, key=_by_rank)
+        elif isinstance(how, Equal):
+            table = self.equal.setdefault(how.position, {})
+            for key in how.keys:
+                insort(table.setdefault(key, []), route, key=_by_rank)
+        else:
+            ranges = self.ranges.setdefault(how.position, _Ranges())
+            for op, constant in how.tests:
+                ranges.add(op, constant, route)
+        self.size += 1
+        self._refresh()
+
+    def remove(self, route: Route, how: Access) -> None:
+        if how is None:
+            self.residual.remove(route)
+        elif isinstance(how, Equal):
+            table = self.equal[how.position]
+            for key in how.keys:
+                table[key].remove(route)
+                if not table[key]:
+                    del table[key]
+            if not table:
+                del self.equal[how.position]
+        else:
+            ranges = self.ranges[how.position]
+            for op, constant in how.tests:
+                ranges.remove(op, constant, route)
+            if not ranges.above and not ranges.below:
+                del self.ranges[how.position]
+        self.size -= 1
+        self._refresh()
+
+    def _refresh(self) -> None:
         self._equal = tuple(self.equal.items())
         self._single = self._equal[0] if len(self._equal) == 1 and not self.ranges and not self.residual else None
 
@@ -179,7 +212,15 @@ class TypeRouter:
         return found
 
     def __len__(self) -> int:
+        return self.size
+
+    def check(self) -> None:
+        """Assert the invariants: every list in delivery order, and ``size`` routes in all."""
         routes = set(self.residual)
-        routes.update(r for table in self.equal.values() for hits in table.values() for r in hits)
+        assert self.residual == sorted(self.residual, key=_by_rank)
+        for table in self.equal.values():
+            for hits in table.values():
+                assert hits and hits == sorted(hits, key=_by_rank)
+                routes.update(hits)
         routes.update(e[2] for ranges in self.ranges.values() for e in (*ranges.above, *ranges.below))
-        return len(routes)
+        assert len(routes) == self.size
