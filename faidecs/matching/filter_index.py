@@ -22,8 +22,8 @@ the conjunctions returned; independent of how many conjunctions the event does n
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from bisect import insort
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
