@@ -124,9 +124,11 @@ class EventContext:
         """The row buffers were overwritten: the next :meth:`encode` must encode again."""
         self._encoded = (-1, "")
 
-    def collect(self, live: Iterable[np.ndarray]) -> None:
+    def collect(self, live: Iterable[np.ndarray], states: int = 0) -> None:
         """Forget the events no compiled queue holds any more. A batch few of whose events are
-        still queued is replaced by those events, so it does not keep its whole tables alive."""
+        still queued is replaced by those events, so it does not keep its whole tables alive.
+        ``states``: how many compiled states ``live`` came from; a collection reads every one of
+        them, so with many states it runs less often (its cost per event stays bounded)."""
         arrivals = np.unique(np.concatenate([np.zeros(0, np.int64), *live]))
         alive = set(arrivals.tolist())
         self.events = {a: e for a, e in self.events.items() if a in alive}
@@ -141,7 +143,7 @@ class EventContext:
                 for a in inside.tolist():
                     self.events.setdefault(a, batch.event(a - batch.first))
         self.batches = kept
-        self.next_collection = 2 * len(arrivals) + 4096
+        self.next_collection = 2 * len(arrivals) + 4096 + 64 * states
 
 
 class CompiledConjunctionState:

@@ -339,8 +339,7 @@ class Engine:
                 else:
                     relation = route.state.offer(event, arrival)
                 if relation is not None:
-                    sub = route.subscription
-                    deliveries.append(Delivery(sub.name, route.index, relation, sub.conjunctions[route.index].signature))
+                    deliveries.append(Delivery(route.name, route.index, relation, route.signature))
         except QueueOverflowError as exc:
             self._stopped = exc
             raise
@@ -351,7 +350,7 @@ class Engine:
 
     def _collect(self) -> None:
         assert self._context is not None
-        self._context.collect(c.live_arrivals(t) for c in self._compiled for t in range(c.m))
+        self._context.collect((c.live_arrivals(t) for c in self._compiled for t in range(c.m)), len(self._compiled))
 
     def publish_batch(self, tables: Mapping[str, Any], order: Any) -> "BatchResult":
         """Process a whole batch of events given as columns: ``tables`` maps each type name to

@@ -54,6 +54,13 @@ class Route:
     clocked: bool
     offset: int = 0
     access: dict[str, Access] = field(default_factory=dict)  # per type: how the index finds it
+    # What each delivery names, looked up once.
+    name: str = field(init=False)
+    signature: tuple[Any, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.subscription.name
+        self.signature = self.subscription.conjunctions[self.index].signature
 
     def clock(self, seen: dict[str, int]) -> int:
         return self.offset + sum(seen[t] for t in self.types)
