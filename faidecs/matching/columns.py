@@ -56,7 +56,7 @@ class TypeCodec:
         # else as int64 ("q"), which is the encoding above, at a fraction of a numpy assignment
         # per value.
         self._pack = struct.Struct("=" + "".join("d" if k is Kind.FLOAT else "q" for k in self.kinds)).pack_into
-        self._buffer = self.row.data.cast("B")
+        self._buffer = self.row.data.cast("B") if self.width else memoryview(bytearray())  # no attributes: nothing
         self._strings_at = tuple(j for j, k in enumerate(self.kinds) if k is Kind.STR)
         self._bools_at = tuple(j for j, k in enumerate(self.kinds) if k is Kind.BOOL)
 
