@@ -168,8 +168,8 @@ class CompiledConjunctionState:
         self.owner = owner
         self.deliveries = 0
         self.last_arrivals: tuple[int, ...] = ()
-        source = kernel.source
-        self.types = source.types
+        source = kernel.source  # of this shape: may be another conjunction's, over other types
+        self.types = conjunction.types
         self.m, self.n = len(self.types), len(conjunction.signature)
         self.local = {t: i for i, t in enumerate(self.types)}
         self.codecs = [context.codec(types[t]) for t in self.types]

@@ -45,7 +45,7 @@ from faidecs.grammar.model import (
 )
 from faidecs.matching.kernel_layout import FIELDS
 
-KERNEL_VERSION = "10"  # bump when the generated code changes meaning; part of every cache key
+KERNEL_VERSION = "11"  # bump when the generated code changes meaning; part of every cache key
 
 _PY_OP = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=": "==", "!=": "!="}
 # cmp_int_float(i, f) gives -1/0/1, or 2 for NaN: which results make each operator hold.
@@ -68,7 +68,7 @@ class NotCompilable(Exception):
 class KernelSource:
     source: str
     key: str  # hash of the source: the name of the module and of its cache entry
-    types: tuple[str, ...]  # the conjunction's distinct types: kernel argument order
+    types: tuple[str, ...]  # the conjunction's distinct types: kernel argument order (not part of the source)
     widths: tuple[int, ...]  # attributes per type
     constants: tuple[Const, ...]  # the values of ``sc``, in order (see :func:`constant_array`)
     memo: bool  # whether the search keeps a failure memo (an (n, capacity) array)
@@ -94,22 +94,29 @@ def constant_array(constants: tuple[Const, ...], code: Callable[[str], int]) -> 
     return out
 
 
-def _shape(value: Value) -> str:
-    """A value's text with every parameterised constant replaced by its kind."""
+def _shape(value: Value, types: Mapping[str, int]) -> str:
+    """A value's text with every parameterised constant replaced by its kind, and every
+    attribute by the index of its type in the conjunction, its instance, and its position and
+    kind in the type: names do not change the code, so they are not part of a shape."""
     if isinstance(value, Const):
         return value_text(value) if value.kind is Kind.BOOL else f"<{value.kind.value}>"
     if isinstance(value, AttrOf):
-        return value_text(value)
+        return f"T{types[value.slot.type_name]}[{value.slot.index}].{value.position}:{value.kind.value}"
     if isinstance(value, Negate):
-        return f"-({_shape(value.operand)})"
-    return f"({_shape(value.left)} {value.op} {_shape(value.right)})"
+        return f"-({_shape(value.operand, types)})"
+    return f"({_shape(value.left, types)} {value.op} {_shape(value.right, types)})"
+
+
+def _type_indices(conjunction: Conjunction) -> dict[str, int]:
+    return {t: i for i, t in enumerate(conjunction.types)}
 
 
 def shape_text(conjunction: Conjunction) -> str:
-    """The conjunction's text with its constants left out: conjunctions with equal shape texts
-    (and equal attribute kinds) share one kernel."""
-    sig = ", ".join(str(s) for s in conjunction.signature)
-    preds = sorted(_predicate_shape(p) for p in conjunction.predicates)
+    """The conjunction with its constants and names left out: conjunctions with equal shape
+    texts (over types with equal numbers of attributes) share one kernel."""
+    types = _type_indices(conjunction)
+    sig = ", ".join(f"T{types[s.type_name]}[{s.index}]" for s in conjunction.signature)
+    preds = sorted(_predicate_shape(p, types) for p in conjunction.predicates)
     return f"[{sig}] " + " and ".join(preds)
 
 
@@ -195,15 +202,16 @@ class _PredicateWriter:
         return f"{left} {_PY_OP[op]} {right}"
 
 
-def _predicate_shape(p: Predicate) -> str:
-    return f"{_shape(p.left)} {p.op} {_shape(p.right)}"
+def _predicate_shape(p: Predicate, types: Mapping[str, int]) -> str:
+    return f"{_shape(p.left, types)} {p.op} {_shape(p.right, types)}"
 
 
 def _ordered(conjunction: Conjunction) -> list[Predicate]:
     """The predicates in the order the kernel checks them: by shape, so that conjunctions whose
     constants sort their predicates differently still generate the same source (the order in
     which predicates are checked never changes a result)."""
-    return sorted(conjunction.predicates, key=_predicate_shape)
+    types = _type_indices(conjunction)
+    return sorted(conjunction.predicates, key=lambda p: _predicate_shape(p, types))
 
 
 def _constants_of(conjunction: Conjunction) -> tuple[Const, ...]:
@@ -228,14 +236,14 @@ def _constants_of(conjunction: Conjunction) -> tuple[Const, ...]:
 
 # Generated sources by shape (and the declarations of the types they read): a thousand
 # subscriptions of one shape generate once. Bounded: an application's shapes are few.
-_shapes: dict[tuple[str, tuple[EventType, ...]], KernelSource | NotCompilable] = {}
+_shapes: dict[tuple[str, tuple[int, ...]], KernelSource | NotCompilable] = {}
 _SHAPES_KEPT = 4096
 
 
 def generate(conjunction: Conjunction, types: Mapping[str, EventType]) -> KernelSource:
     """The kernel module's source for ``conjunction``, with its constants; raises
     :class:`NotCompilable`."""
-    key = (shape_text(conjunction), tuple(types[t] for t in conjunction.types))
+    key = (shape_text(conjunction), tuple(len(types[t].attributes) for t in conjunction.types))
     template = _shapes.get(key)
     if template is None:
         if len(_shapes) >= _SHAPES_KEPT:
@@ -249,7 +257,7 @@ def generate(conjunction: Conjunction, types: Mapping[str, EventType]) -> Kernel
         raise template
     constants = _constants_of(conjunction)
     assert len(constants) == len(template.constants)
-    return replace(template, constants=constants)
+    return replace(template, types=conjunction.types, constants=constants)
 
 
 class _Generator:
@@ -276,7 +284,7 @@ class _Generator:
         for j, pred in enumerate(self.predicates):
             text, call, params = writer.function(f"_p{j}", pred)
             if text is not None:
-                out.append(f"# {_predicate_shape(pred)}\n{text}")
+                out.append(f"# {_predicate_shape(pred, _type_indices(self.conj))}\n{text}")
             slots = sorted({self.slot_index[s] for s in pred.slots})
             self.preds.append((call, params, slots))
         return out
@@ -445,7 +453,7 @@ class _Generator:
         searches = [self._search(), self._admit()]
         header = (
             f"# faidecs kernel, generator version {KERNEL_VERSION}. Generated: do not edit.\n"
-            f"# shape {shape_text(self.conj)!r}\n# types {self.types!r}, widths {self.widths}\n\n"
+            f"# shape {shape_text(self.conj)!r}\n# attributes per type {self.widths}\n\n"
             "import numpy as np\nfrom numba import njit\n\n"
             "from faidecs.matching.kernel_ops import add_int, cmp_int_float, mul_int, neg_int, sub_int\n"
             "from faidecs.matching.kernel_runtime import append, dispose, expire, make_room\n\n\n"

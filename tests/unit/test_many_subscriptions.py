@@ -349,3 +349,22 @@ def test_a_kernel_that_cannot_be_built_leaves_the_engine_on_the_reference_matche
     engine.publish({"id": "a", "type": "A", "attrs": {"k": 2, "s": "", "x": 0.5, "b": True}})
     got = engine.publish({"id": "b", "type": "B", "attrs": {"k": 9, "s": "", "y": 0.5}})
     assert [tuple(d.ids) for d in got] == [("a", "b", "c")]
+
+
+def test_conjunctions_over_other_types_of_the_same_layout_share_one_kernel() -> None:
+    """Names are not part of a shape: `D` joined to `E` runs the kernel of `C` joined to `D`."""
+    text = "type C(k: int)\ntype D(k: int)\ntype E(n: int)\n"
+    text += "subscription CD: C.k = 1 and D.k > C.k\nsubscription DE: D.k = 2 and E.n > D.k\n"
+    engine = Engine.from_source(text, kernels="eager")
+    first, second = (engine._subscriptions[n].conjunctions[0] for n in ("CD", "DE"))
+    assert first.kernel is second.kernel and first.types == ("C", "D") and second.types == ("D", "E")
+    reference = Engine.from_source(text, matcher="reference")
+    events = [
+        {"id": "c", "type": "C", "attrs": {"k": 1}},
+        {"id": "d", "type": "D", "attrs": {"k": 2}},
+        {"id": "e1", "type": "E", "attrs": {"n": 2}},
+        {"id": "e2", "type": "E", "attrs": {"n": 3}},
+    ]
+    got = [[(d.subscription, tuple(d.ids)) for d in engine.publish(e)] for e in events]
+    assert got == [[(d.subscription, tuple(d.ids)) for d in reference.publish(e)] for e in events]
+    assert got == [[], [("CD", ("c", "d"))], [], [("DE", ("d", "e2"))]]
