@@ -3,6 +3,10 @@
 Input events are validated once, with pydantic, against their declared type. What comes out is
 an :class:`Event`: a small immutable record whose values sit in a tuple in declaration order, so
 the matchers read attributes by position and never pay for validation again.
+
+A plainly valid event given as a ``dict`` takes a fast path of exact type checks
+(:mod:`faidecs.matching.fast_validation`) that gives the same :class:`Event` pydantic would; any
+other input, and every invalid one, goes through pydantic, which alone says what is wrong.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing_extensions import TypedDict
 
 from faidecs.errors import EventError
 from faidecs.grammar.model import EventType, Kind
+from faidecs.matching.fast_validation import AttrsChecker, attrs_checker, encodes
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -72,6 +77,12 @@ class _Envelope(BaseModel):
     seq: Annotated[StrictInt, Field(ge=0)] | None = None
 
 
+_ENVELOPE_FIELDS = frozenset(_Envelope.model_fields)
+
+#: What a missing ``attrs`` stands for on the fast path (as the envelope's default does); never
+#: written to.
+_NO_ATTRS: dict[str, Any] = {}
+
 _KIND_WORDS = {Kind.INT: "an integer", Kind.FLOAT: "a number", Kind.STR: "a string", Kind.BOOL: "true or false"}
 
 
@@ -112,6 +123,7 @@ class EventValidator:
     def __init__(self, types: Mapping[str, EventType]):
         self._types = types
         self._adapters: dict[str, TypeAdapter[Any]] = {}
+        self._checkers: dict[str, tuple[EventType, AttrsChecker]] = {}
 
     def _adapter(self, event_type: EventType) -> TypeAdapter[Any]:
         adapter = self._adapters.get(event_type.name)
@@ -119,8 +131,67 @@ class EventValidator:
             adapter = self._adapters[event_type.name] = _adapter_for(event_type)
         return adapter
 
+    def _checker(self, event_type: EventType) -> AttrsChecker:
+        """Fetch (or build) the fast checker of ``event_type`` and keep it under its name: the
+        shared cache hashes the whole type, which costs more than validating an event."""
+        checker = attrs_checker(event_type, INT64_MIN, INT64_MAX)
+        self._checkers[event_type.name] = (event_type, checker)
+        return checker
+
     def validate(self, obj: Any, *, default_id: str | None = None, line: int | None = None) -> Event:
         """Validate one event in the input JSON shape; raise :class:`EventError` saying where and what."""
+        if type(obj) is dict:
+            event = self._validate_fast(obj, default_id)
+            if event is not None:
+                return event
+        return self._validate_slow(obj, default_id=default_id, line=line)
+
+    def _validate_fast(self, obj: dict[Any, Any], default_id: str | None) -> Event | None:
+        """The event :meth:`_validate_slow` would return for ``obj`` when ``obj`` is plainly valid,
+        else ``None``. Only exact types are taken (pydantic converts subclasses, which is not worth
+        copying), and nothing is rejected here: a ``None`` sends the event to pydantic."""
+        for key in obj:
+            # Exact str keys: pydantic reads a key by its text, while `in` and `get` would let a
+            # key of another type that merely compares equal stand for a field.
+            if type(key) is not str or key not in _ENVELOPE_FIELDS:
+                return None
+        type_name = obj.get("type")
+        if type(type_name) is not str:
+            return None
+        event_type = self._types.get(type_name)
+        if event_type is None:
+            return None
+        event_id = obj.get("id")
+        if event_id is None:
+            # The default id is taken as given, unchecked but for lone surrogates.
+            event_id = default_id
+            if type(event_id) is not str:
+                return None
+        elif type(event_id) is not str or not event_id:
+            return None
+        if not (event_id.isascii() or encodes(event_id)):
+            return None
+        publisher = obj.get("publisher")
+        if publisher is not None and (type(publisher) is not str or not (publisher.isascii() or encodes(publisher))):
+            return None
+        seq = obj.get("seq")
+        # Only bounded below, as the envelope model bounds it.
+        if seq is not None and (type(seq) is not int or seq < 0):
+            return None
+        attrs = obj.get("attrs", _NO_ATTRS)
+        if type(attrs) is not dict:  # pydantic copies dict subclasses; None is an error
+            return None
+        entry = self._checkers.get(type_name)
+        # By identity: a type declared again under its name must not keep the old checker.
+        checker = entry[1] if entry is not None and entry[0] is event_type else self._checker(event_type)
+        values = checker(attrs)
+        if values is None:
+            return None
+        return Event(event_id, event_type, values, publisher, seq)
+
+    def _validate_slow(self, obj: Any, *, default_id: str | None = None, line: int | None = None) -> Event:
+        """:meth:`validate` through pydantic alone: the reference the fast path is tested against,
+        and the path of every event the fast path does not take, so of every error."""
         if not isinstance(obj, Mapping):
             raise EventError(f"an event must be a JSON object, not {_json_kind(obj)}", line=line)
         raw_id = obj.get("id")
