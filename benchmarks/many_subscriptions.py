@@ -169,7 +169,7 @@ def plan(opts: argparse.Namespace) -> Result:
             "baseline": {"shapes": pick(4, 20), "per_shape": pick(1, 5), "budget_s": pick(5, 60)},
             "symbols": pick(1_000, 10_000),
             "events": events,
-            "budget_s": pick(10, 300),
+            "budget_s": pick(10, 120),
         },
         "churn": {
             "base": pick(3, 100),
