@@ -423,7 +423,14 @@ class Engine:
         }
 
     @classmethod
-    def restore(cls, snapshot: Mapping[str, Any], *, matcher: str = "compiled", bounds: BoundsSpec = None) -> "Engine":
+    def restore(
+        cls,
+        snapshot: Mapping[str, Any],
+        *,
+        matcher: str = "compiled",
+        bounds: BoundsSpec = None,
+        kernels: str | None = None,
+    ) -> "Engine":
         """An engine in exactly the state ``snapshot`` describes. Bounds are configuration, not
         state: pass the same ``bounds`` as the engine that took the snapshot."""
         if not isinstance(snapshot, Mapping) or snapshot.get("format") != SNAPSHOT_FORMAT:
@@ -433,7 +440,9 @@ class Engine:
                 + (f" (found {found!r})" if isinstance(found, str) else "")
             )
         try:
-            engine = cls.from_source(snapshot["program"], filename="<snapshot>", matcher=matcher, bounds=bounds)
+            engine = cls.from_source(
+                snapshot["program"], filename="<snapshot>", matcher=matcher, bounds=bounds, kernels=kernels
+            )
             published = snapshot["published"]
             queues = snapshot["queues"]
         except KeyError as exc:

@@ -121,7 +121,7 @@ class _MergerProcessor(StatefulProcessor):
         engine, last = None, None
         if self.state.exists():
             saved, last = self.state.get()
-            engine = Engine.restore(json.loads(saved), matcher=self.matcher)
+            engine = Engine.restore(json.loads(saved), matcher=self.matcher, kernels="eager")  # as GroupRun
         first = int(pdf["order"].iloc[0])
         if last is not None and first <= last:
             raise SparkInputError(
