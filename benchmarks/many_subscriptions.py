@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -36,6 +35,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from run import machine
+
 TREE = HERE.parent
 WORKLOADS = ("esper", "desks", "churn", "cold_start", "programs")
 ESPER_MODES = ("publish", "dict", "batch")
@@ -401,7 +403,7 @@ def esper_report(rows: list[Result], p: Result) -> list[str]:
     lines += [
         "",
         (
-            f"Symbols: max(1000, N); Quote/Trade half each; publish_batch in batches of {e['batch_size']:,} events. "
+            f"Symbols: N (each event concerns exactly one subscription); Quote/Trade half each; publish_batch in batches of {e['batch_size']:,} events. "
             f"Caps: reference matcher publish() only, first {e['reference']['events']:,} events, "
             f"{e['reference']['budget_s']} s; previous design N in {e['baseline']['subs']}, first "
             f"{e['baseline']['events']:,} events, {e['baseline']['budget_s']} s; this tree {e['main']['budget_s']} s. "
@@ -621,18 +623,6 @@ def markdown(result: Result) -> str:
 
 
 # --- main --------------------------------------------------------------------------------------
-
-
-def machine() -> Result:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
 
 
 def prime(target: Target, timeout: float) -> Result:

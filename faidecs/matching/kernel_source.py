@@ -45,7 +45,7 @@ from faidecs.grammar.model import (
 )
 from faidecs.matching.kernel_layout import FIELDS
 
-KERNEL_VERSION = "11"  # bump when the generated code changes meaning; part of every cache key
+KERNEL_VERSION = "12"  # bump when the generated code changes meaning; part of every cache key
 
 _PY_OP = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=": "==", "!=": "!="}
 # cmp_int_float(i, f) gives -1/0/1, or 2 for NaN: which results make each operator hold.
@@ -74,7 +74,8 @@ class KernelSource:
     memo: bool  # whether the search keeps a failure memo (an (n, capacity) array)
 
 
-# Every generated function that reads a float constant reads it through this view of ``sc``.
+# The search and the admission test read float constants through this view of ``sc``, made once
+# per call and handed to the predicate functions.
 _FLOAT_VIEW = "scf = sc.view(np.float64)"
 
 
@@ -142,9 +143,11 @@ class _PredicateWriter:
                 template = template.replace(f"v{i}", f"{{v{i}}}")
             return None, f"({template})", self.params
         self.lines.append(f"return {result}")
-        body = "\n".join(f"    {line}" for line in [_FLOAT_VIEW, *self.lines])
-        call = f"{name}({', '.join(['{' + a + '}' for a in args] + ['sc'])})"
-        return f"@njit\ndef {name}({', '.join(args + ['sc'])}):\n{body}\n", call, self.params
+        body = "\n".join(f"    {line}" for line in self.lines)
+        # The float view of the constants is made once per search by the caller and passed in:
+        # made here, it would be a new array view at every candidate the search tries.
+        call = f"{name}({', '.join(['{' + a + '}' for a in args] + ['sc', 'scf'])})"
+        return f"@njit\ndef {name}({', '.join(args + ['sc', 'scf'])}):\n{body}\n", call, self.params
 
     def _temp(self) -> str:
         self.temps += 1
