@@ -192,7 +192,18 @@ class Engine:
         from faidecs.matching.kernel_broker import broker
         from faidecs.matching.tiered_state import TieredState
 
-        tiered = TieredState(reference, broker().request(source), build, self._compiled.append)
+        def swapped(compiled: CompiledConjunctionState) -> None:
+            self._compiled.append(compiled)
+            # A conjunction the engine offers directly (not inside a partitioned or staged one)
+            # drops the wrapper: one call less per event.
+            state = self._subscriptions.get(sub.name)
+            if state is not None and state.conjunctions[index] is tiered:
+                state.conjunctions[index] = compiled
+                for route in state.routes:
+                    if route.state is tiered:
+                        route.state = compiled
+
+        tiered = TieredState(reference, broker().request(source), build, swapped)
         self._pending.append(tiered)
         return tiered
 
