@@ -64,6 +64,11 @@ SHAPES = (
 OPTIONS = ("", "matching MR", "matching FRC", "matching MRC", "disposal I", "disposal IP", "disposal FP")
 
 
+# Each example runs up to 40 subscriptions through two or three engines step by step, with every
+# queue, metric and snapshot compared: a moderate count keeps the suite within its time.
+DIFFERENTIAL = settings(max_examples=min(20, max(10, (settings.default.max_examples or 100) // 5)), deadline=None)
+
+
 def draw_subscription(rnd: random.Random, name: str) -> str:
     shape = rnd.choice(SHAPES)
     condition = shape
@@ -138,7 +143,7 @@ def draw_run(seed: int, subscriptions: int, events: int) -> tuple[str, list[tupl
     return text, steps
 
 
-@settings(max_examples=min(30, max(10, (settings.default.max_examples or 100) // 4)), deadline=None)
+@DIFFERENTIAL
 @given(seed=st.integers(0, 2**32 - 1), subscriptions=st.integers(1, 40), events=st.integers(1, 80))
 def test_shared_kernels_filter_index_and_churn_agree_with_reference(seed: int, subscriptions: int, events: int) -> None:
     text, steps = draw_run(seed, subscriptions, events)
@@ -147,7 +152,7 @@ def test_shared_kernels_filter_index_and_churn_agree_with_reference(seed: int, s
     assert run(Engine.from_source(text, matcher="compiled", kernels="eager", bounds=bounds), steps) == expected
 
 
-@settings(max_examples=min(30, max(10, (settings.default.max_examples or 100) // 4)), deadline=None)
+@DIFFERENTIAL
 @given(seed=st.integers(0, 2**32 - 1), subscriptions=st.integers(1, 20), events=st.integers(1, 60), data=st.data())
 def test_a_kernel_swapped_in_between_two_events_changes_nothing(
     seed: int, subscriptions: int, events: int, data: st.DataObject
@@ -297,7 +302,7 @@ def test_background_kernels_answer_at_once_and_switch_when_compiled(
     assert engine.snapshot() == reference.snapshot()
 
 
-@settings(max_examples=min(30, max(10, (settings.default.max_examples or 100) // 4)), deadline=None)
+@DIFFERENTIAL
 @given(seed=st.integers(0, 2**32 - 1), subscriptions=st.integers(1, 40), events=st.integers(1, 80), data=st.data())
 def test_batches_over_many_subscriptions_agree_with_publishing_one_by_one(
     seed: int, subscriptions: int, events: int, data: st.DataObject
