@@ -18,7 +18,7 @@ from faidecs.errors import QueueOverflowError, SnapshotError
 from faidecs.grammar.model import Conjunction, Const, Disposal, EventType, Matching
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.columns import StringTable, TypeCodec
-from faidecs.matching.conjunction_state import ARRIVALS, CLOCK, TICKS, PlainState, Validate, read_queues
+from faidecs.matching.conjunction_state import ARRIVALS, CLOCK, TICKS, ConjunctionState, Validate, read_queues
 from faidecs.matching.reference import Queues
 from faidecs.matching.events import Event
 from faidecs.matching.kernel_cache import CompiledKernel
@@ -384,13 +384,10 @@ class CompiledConjunctionState:
     def restore(self, saved: Any, validate: Validate, published: int) -> None:
         self._load(*read_queues(saved, self.types, validate, published))
 
-    def take(self, other: PlainState) -> None:
-        """Continue from another state of the same conjunction (the reference matcher's, while
-        this kernel was compiled): its queues, clock and counters, exactly."""
-        queues = other.queues
-        arrivals = {t: [a for a in other.arrivals[t]] for t in self.types}  # type: ignore[attr-defined]
-        ticks = {t: [k for k in other.ticks[t]] for t in self.types}  # type: ignore[attr-defined]
-        self._load(queues, arrivals, ticks, other.clock)
+    def take(self, other: ConjunctionState) -> None:
+        """Continue from the reference matcher's state of the same conjunction (which ran it
+        while this kernel was compiled): its queues, clock and counters, exactly."""
+        self._load(other.queues, other.arrivals, other.ticks, other.clock)
         self.deliveries = other.deliveries
         self.meta[field(self.m, "drops")] = other.drops
         self.last_arrivals = other.last_arrivals

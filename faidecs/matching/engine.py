@@ -24,7 +24,7 @@ from faidecs.matching.conjunction_state import (
 )
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.events import Event, EventValidator
-from faidecs.matching.filter_index import Access, Route, TypeRouter, access
+from faidecs.matching.filter_index import Route, TypeRouter, access
 from faidecs.matching.partitioned_state import PartitionedConjunctionState
 from faidecs.matching.reference import ReferenceMatcher
 from faidecs.matching.tiered_state import TieredState
@@ -152,9 +152,8 @@ class Engine:
         routes = []
         for rank, index in enumerate(sub.evaluation_order):
             state = states[index]
-            # Partitioned and staged states count their parts' arrivals themselves, and an age
-            # bound expires events at every arrival of the conjunction's types: those are
-            # offered every event of their types.
+            # Partitioned and staged states count their parts' arrivals themselves (and are
+            # offered every event of their types); a plain state's clock is the route's.
             clocked = not isinstance(state, (PartitionedConjunctionState, StagedConjunctionState))
             route = Route((self._added, rank), state, sub, index, sub.conjunctions[index].types, clocked)
             route.offset = -sum(self._seen[t] for t in route.types)  # a new state's clock is 0
@@ -190,7 +189,6 @@ class Engine:
             self._compiled.append(state)
             return state
         from faidecs.matching.kernel_broker import broker
-        from faidecs.matching.tiered_state import TieredState
 
         def swapped(compiled: CompiledConjunctionState) -> None:
             self._compiled.append(compiled)
@@ -226,6 +224,8 @@ class Engine:
     def _index(self, state: _SubscriptionState) -> None:
         """Enter a subscription's conjunctions into the filter index of each of their types."""
         for route in state.routes:
+            # An age bound expires events at every arrival of the conjunction's types, so such a
+            # conjunction is offered every one of them.
             indexable = route.clocked and state.bounds.max_age is None
             conjunction = state.subscription.conjunctions[route.index]
             for type_name in route.types:

@@ -45,6 +45,7 @@ class TieredState:
         """Swap the kernel in if it is ready; True once the compiled state runs."""
         handle = self.handle
         if handle is not None and handle.kernel is not None:
+            assert isinstance(self.impl, ConjunctionState)  # the handle is dropped once swapped
             compiled = self.build(handle.kernel)
             compiled.take(self.impl)
             self.impl, self.handle = compiled, None
