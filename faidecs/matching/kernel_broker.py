@@ -108,6 +108,8 @@ class KernelBroker:
             "types": list(source.types),
             "widths": list(source.widths),
             "memo": source.memo,
+            # The folder as this process sees it now: the worker may have been started with another.
+            "cache": str(kernel_cache.cache_root()),
         }
         try:
             worker.stdin.write(json.dumps(request) + "\n")

@@ -38,12 +38,17 @@ _kernels: "weakref.WeakValueDictionary[str, CompiledKernel]" = weakref.WeakValue
 _lock = threading.Lock()
 
 
+def cache_root() -> Path:
+    """``$FAIDECS_CACHE_DIR``, else ``$XDG_CACHE_HOME/faidecs`` (``~/.cache/faidecs``)."""
+    root = os.environ.get("FAIDECS_CACHE_DIR")
+    return Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "faidecs"
+
+
 def cache_dir() -> Path:
     import numba
 
-    root = os.environ.get("FAIDECS_CACHE_DIR")
-    base = Path(root) if root else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "faidecs"
-    return base / f"kernels-v{KERNEL_VERSION}-numba{numba.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+    version = f"kernels-v{KERNEL_VERSION}-numba{numba.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+    return cache_root() / version
 
 
 def _signature(m: int) -> str:

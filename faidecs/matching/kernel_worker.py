@@ -1,9 +1,9 @@
 """The worker process that compiles kernels out of the engine's way.
 
-It reads one JSON request per line on stdin (``{"key", "source", "types", "widths", "memo"}``),
-compiles the kernel with numba into the on-disk cache (:mod:`faidecs.matching.kernel_cache`) and
-answers one JSON line on stdout (``{"key", "ok", "seconds"}`` or ``{"key", "ok": false,
-"error"}``). It exits when stdin closes, after the kernel it is compiling: a CLI run that ends
+It reads one JSON request per line on stdin (``{"key", "source", "types", "widths", "memo",
+"cache"}``), compiles the kernel with numba into the on-disk cache under the ``cache`` folder
+(:mod:`faidecs.matching.kernel_cache`) and answers one JSON line on stdout (``{"key", "ok",
+"seconds"}`` or ``{"key", "ok": false, "error"}``). It exits when stdin closes, after the kernel it is compiling: a CLI run that ends
 early leaves that kernel in the cache for the next run instead of throwing the work away.
 
 Run as ``python -m faidecs.matching.kernel_worker``; the engine's broker starts it.
@@ -12,6 +12,7 @@ Run as ``python -m faidecs.matching.kernel_worker``; the engine's broker starts 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
@@ -22,6 +23,7 @@ def main() -> int:
     for line in sys.stdin:
         request = json.loads(line)
         try:
+            os.environ["FAIDECS_CACHE_DIR"] = request["cache"]
             source = KernelSource(
                 request["source"],
                 request["key"],

@@ -373,3 +373,26 @@ def test_conjunctions_over_other_types_of_the_same_layout_share_one_kernel() -> 
     got = [[(d.subscription, tuple(d.ids)) for d in engine.publish(e)] for e in events]
     assert got == [[(d.subscription, tuple(d.ids)) for d in reference.publish(e)] for e in events]
     assert got == [[], [("CD", ("c", "d"))], [], [("DE", ("d", "e2"))]]
+
+
+def test_the_worker_compiles_into_the_cache_folder_of_each_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker outlives engines; an engine made after FAIDECS_CACHE_DIR changed still gets
+    its kernel compiled into the new folder, not the one the worker was started with."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    monkeypatch.setattr(kernel_cache, "_kernels", weakref.WeakValueDictionary())  # nothing in memory
+    running = kernel_broker.broker()._worker
+    if running is not None:  # the next request starts a worker under the first folder
+        running.kill()
+        running.wait()
+    keys = []
+    for folder, shape in ((first, "C.k * 7 = A.k and B"), (second, "C.k * 11 = A.k and B.k > 1")):
+        monkeypatch.setenv("FAIDECS_CACHE_DIR", str(folder))
+        engine = Engine.from_source(TYPES + f"subscription S: {shape}\n", kernels="background")
+        assert engine.wait_for_kernels(timeout=600)
+        assert engine.matchers() == {"S": ["compiled"]}
+        keys.append(engine._subscriptions["S"].conjunctions[0].kernel.source.key)
+    assert list(first.glob(f"*/__pycache__/faidecs_kernel_{keys[0]}*.nbi"))
+    assert not list(first.glob(f"*/faidecs_kernel_{keys[1]}*"))  # the second went to its own folder
+    assert list(second.glob(f"*/__pycache__/faidecs_kernel_{keys[1]}*.nbi"))
