@@ -148,8 +148,8 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
     size = len(codes)
     counts = np.bincount(codes, minlength=len(names)) if size else np.zeros(len(names), np.int64)
     ev_row = np.empty(size, dtype=np.int64)
-    for i in range(len(names)):
-        where = np.flatnonzero(codes == i)
+    positions_of = [np.flatnonzero(codes == i) for i in range(len(names))]  # batch positions per table
+    for where in positions_of:
         ev_row[where] = np.arange(len(where))
     context = engine._context or EventContext()
     codecs: list[TypeCodec] = []
@@ -176,8 +176,7 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
         if not every_id:
             # One gather per table rather than a lookup per relation event.
             out = np.empty(size, dtype=object)
-            for i, column in enumerate(ids):
-                where = np.flatnonzero(codes == i)
+            for column, where in zip(ids, positions_of):
                 if column is not None:
                     out[where] = column[ev_row[where]]
                 else:
@@ -200,7 +199,7 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
     # one the earliest event caused (then the first in delivery order), as publishing event by
     # event would have reported it.
     overflows: list[tuple[int, int, QueueOverflowError]] = []
-    routes = BatchRoutes(names, [declared[n] for n in names], codes, encoded, context.strings)
+    routes = BatchRoutes(names, [declared[n] for n in names], codes, positions_of, encoded, context.strings)
     seen = engine._seen
     for state in engine._subscriptions.values():
         sub = state.subscription

@@ -32,6 +32,7 @@ class BatchRoutes:
         names: Sequence[str],
         types: Sequence[EventType],
         codes: np.ndarray,
+        positions: Sequence[np.ndarray],
         encoded: Sequence[np.ndarray],
         strings: StringTable,
     ):
@@ -40,15 +41,9 @@ class BatchRoutes:
         self.codes = codes
         self.encoded = encoded
         self.strings = strings
-        self._positions: dict[int, np.ndarray] = {}  # table -> batch positions of its events
+        self._positions = positions  # per table: the batch positions of its events
         self._sorted: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._counts: dict[int, np.ndarray] = {}  # table -> events of its type up to each position
-
-    def positions_of(self, table: int) -> np.ndarray:
-        found = self._positions.get(table)
-        if found is None:
-            found = self._positions[table] = np.flatnonzero(self.codes == table)
-        return found
 
     def _code(self, kind: Kind, key: Any) -> int | None:
         """The encoded value equal to ``key``, None if no event of the batch can hold it (or
@@ -103,7 +98,7 @@ class BatchRoutes:
                 rows = self._rows_equal(table, how)
             elif isinstance(how, Bounded):
                 rows = self._rows_bounded(table, how)
-            everything = self.positions_of(table)
+            everything = self._positions[table]
             parts.append(everything if rows is None else everything[rows])
         if not parts:
             return np.zeros(0, dtype=np.int64)

@@ -156,7 +156,7 @@ class Engine:
             # offered every event of their types); a plain state's clock is the route's.
             clocked = not isinstance(state, (PartitionedConjunctionState, StagedConjunctionState))
             route = Route((self._added, rank), state, sub, index, sub.conjunctions[index].types, clocked)
-            route.offset = -sum(self._seen[t] for t in route.types)  # a new state's clock is 0
+            route.take_clock(0, self._seen)  # a new state's clock is 0
             routes.append(route)
         self._added += 1
         added = self._subscriptions[sub.name] = _SubscriptionState(sub, states, sub.evaluation_order, bounds, routes)
@@ -258,7 +258,7 @@ class Engine:
         for state in self._subscriptions.values():
             for route in state.routes:
                 if route.clocked:
-                    route.offset = route.state.clock - sum(seen[t] for t in route.types)
+                    route.take_clock(route.state.clock, seen)
 
     def matchers(self) -> dict[str, list[str]]:
         """Per subscription, per conjunction as written: ``"compiled"`` or ``"reference"`` (for a
@@ -346,7 +346,7 @@ class Engine:
         try:
             for route in router.routes(event.values) if router is not None else ():
                 if route.clocked:
-                    relation = route.state.offer(event, arrival, route.offset + sum(map(seen.__getitem__, route.types)))
+                    relation = route.state.offer(event, arrival, route.clock(seen))
                 else:
                     relation = route.state.offer(event, arrival)
                 if relation is not None:

@@ -62,8 +62,16 @@ class Route:
         self.name = self.subscription.name
         self.signature = self.subscription.conjunctions[self.index].signature
 
+    def arrivals(self, seen: dict[str, int]) -> int:
+        """The engine's arrivals of this conjunction's types so far."""
+        return sum(map(seen.__getitem__, self.types))
+
     def clock(self, seen: dict[str, int]) -> int:
-        return self.offset + sum(seen[t] for t in self.types)
+        return self.offset + self.arrivals(seen)
+
+    def take_clock(self, clock: int, seen: dict[str, int]) -> None:
+        """Make :meth:`clock` read ``clock`` now (a new or restored state)."""
+        self.offset = clock - self.arrivals(seen)
 
 
 @dataclass(frozen=True, slots=True)
