@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/deploy.py [--events 20000] [--rate 1000] [--out benchmarks/results]
 
-Each figure is a real deployment started with faidecs.overlay.launcher (ZeroMQ with CurveZMQ,
+Each figure is a real deployment started with faidecs.overlay.runtime.launcher (ZeroMQ with CurveZMQ,
 ZooKeeper, one OS process per server, subscriber and publisher), timed by the host's wall clock:
 
 - throughput: one publisher sends ``--events`` events of one type as fast as the links take them
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from deployed import measure, scratch, write_deployment  # noqa: E402
 from run import machine  # noqa: E402
 
-from faidecs.overlay.zkserver import ZooKeeperServer  # noqa: E402
+from faidecs.net.zkserver import ZooKeeperServer  # noqa: E402
 
 PROGRAM = "type A(x: int)\ntype B(x: int)\nsubscription OneA: A\nsubscription Pair: A and B and A.x = B.x\n"
 

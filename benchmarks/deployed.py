@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from faidecs.overlay.certificates import create_keys
-from faidecs.overlay.launcher import LocalDeployment
+from faidecs.net.certificates import create_keys
+from faidecs.overlay.runtime.launcher import LocalDeployment
 
 
 def write_deployment(

@@ -46,10 +46,10 @@ from faidecs.ordering.atoms.placement import colocate  # noqa: E402
 from faidecs.ordering.atoms.sequencer import atom_address  # noqa: E402
 from faidecs.ordering.multistage import MultistageConfig, MultistageLayer  # noqa: E402
 from faidecs.ordering.network import Network  # noqa: E402
-from faidecs.overlay.messages import Decide, Down, Forward, Up  # noqa: E402
-from faidecs.overlay.roles import role_name  # noqa: E402
-from faidecs.overlay.scenario import Scenario, SimConfig  # noqa: E402
-from faidecs.overlay.simulator import Simulation  # noqa: E402
+from faidecs.overlay.core.messages import Decide, Down, Forward, Up  # noqa: E402
+from faidecs.merging.roles import role_name  # noqa: E402
+from faidecs.overlay.sim.scenario import Scenario, SimConfig  # noqa: E402
+from faidecs.overlay.sim.simulator import Simulation  # noqa: E402
 
 SITES = 5
 MIN_DELAY, MAX_DELAY = 1, 20  # ms, every link of both simulators

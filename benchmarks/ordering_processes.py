@@ -38,7 +38,7 @@ from deployed import measure, write_deployment  # noqa: E402
 from run import machine  # noqa: E402
 
 from faidecs.ordering.loopback import LoopbackRun, write_plan  # noqa: E402
-from faidecs.runlog import RunLog  # noqa: E402
+from faidecs.runs.runlog import RunLog  # noqa: E402
 
 TYPES = "".join(f"type T{k}(x: int)\n" for k in range(1, 9))
 SUBSCRIPTIONS = {
@@ -135,9 +135,9 @@ def main() -> None:
         }
         print(layer, json.dumps(result[layer]), flush=True)
     if not args.no_baseline:
-        from faidecs.overlay.zkserver import ZooKeeperServer
+        from faidecs.net.zkserver import ZooKeeperServer
 
-        from faidecs.overlay.launcher import LaunchError
+        from faidecs.overlay.runtime.launcher import LaunchError
 
         try:
             with ZooKeeperServer() as zk:

@@ -22,9 +22,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import machine  # noqa: E402
 
-from faidecs.overlay.roles import role_of  # noqa: E402
-from faidecs.overlay.scenario import Fault, Scenario, SimConfig  # noqa: E402
-from faidecs.overlay.simulator import SimResult, simulate  # noqa: E402
+from faidecs.merging.roles import role_of  # noqa: E402
+from faidecs.overlay.sim.scenario import Fault, Scenario, SimConfig  # noqa: E402
+from faidecs.overlay.sim.simulator import SimResult, simulate  # noqa: E402
 
 TYPES = ["A", "B", "C", "D", "E"]
 TYPES_SOURCE = "".join(f"type {t}(x: int)\n" for t in TYPES)
@@ -70,7 +70,7 @@ def by_depth(args: argparse.Namespace) -> list[dict[str, Any]]:
 def failover(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Crash the leader of ⊔[A,B] mid-stream. Failover: from the crash to the new leader's first
     commit. Stall: the longest publication-to-engine latency, less the fault-free run's median."""
-    from faidecs.overlay.placement import place
+    from faidecs.overlay.core.placement import place
 
     rows = []
     servers = [f"m{k}" for k in range(1, 5)]
@@ -140,7 +140,7 @@ def traffic(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def speed(args: argparse.Namespace) -> dict[str, Any]:
-    from faidecs.overlay.generate import random_deployment
+    from faidecs.overlay.sim.generate import random_deployment
     import random
 
     start = time.perf_counter()

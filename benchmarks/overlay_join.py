@@ -27,8 +27,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import machine  # noqa: E402
 
-from faidecs.overlay.scenario import Joiner, Scenario, SimConfig  # noqa: E402
-from faidecs.overlay.simulator import simulate  # noqa: E402
+from faidecs.overlay.sim.scenario import Joiner, Scenario, SimConfig  # noqa: E402
+from faidecs.overlay.sim.simulator import simulate  # noqa: E402
 
 OPTIONS = "(matching FR, disposal PI)"
 

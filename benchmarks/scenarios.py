@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from deployed import measure, scratch, write_deployment  # noqa: E402
 from run import machine  # noqa: E402
 
-from faidecs.overlay.deployment import Deployment  # noqa: E402
-from faidecs.overlay.zkserver import ZooKeeperServer  # noqa: E402
+from faidecs.overlay.runtime.deployment import Deployment  # noqa: E402
+from faidecs.net.zkserver import ZooKeeperServer  # noqa: E402
 
 TYPES = "ABCD"
 DECLS = "".join(f"type {t}(x: int, y: int)\n" for t in TYPES)

@@ -1,6 +1,6 @@
 """Strict decoding: where in a nested message a bad field is, and how to show a peer's value.
 
-Shared by the wire codecs of the overlay (`faidecs/overlay/wire.py`) and of the ordering layers
+Shared by the wire codecs of the overlay (`faidecs/overlay/runtime/wire.py`) and of the ordering layers
 (`faidecs/ordering/wire.py`), whose errors name the message and the field path, e.g.
 ``Sequenced.stamps[0]``.
 """

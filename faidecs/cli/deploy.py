@@ -13,8 +13,8 @@ from typing import Any
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from faidecs.overlay.certificates import create_keys
-    from faidecs.overlay.deployment import load_deployment
+    from faidecs.net.certificates import create_keys
+    from faidecs.overlay.runtime.deployment import load_deployment
 
     names = list(args.process)
     if args.deployment:
@@ -29,8 +29,8 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 
 def cmd_node(args: argparse.Namespace) -> int:
-    from faidecs.overlay.deployment import load_deployment
-    from faidecs.overlay.node import Node
+    from faidecs.overlay.runtime.deployment import load_deployment
+    from faidecs.overlay.runtime.node import Node
 
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.process} %(levelname)s %(message)s")
     run_dir = Path(args.run_dir)
@@ -80,7 +80,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     """Start the deployment and stay in the foreground (ZooKeeper, when started here, lives as
     long as this command) until every process has stopped (``overlay down`` from another shell)
     or Ctrl-C, which stops them all."""
-    from faidecs.overlay.launcher import LocalDeployment
+    from faidecs.overlay.runtime.launcher import LocalDeployment
 
     run = LocalDeployment(Path(args.deployment), Path(args.run_dir), zookeeper=args.zookeeper)
     try:
@@ -106,7 +106,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from faidecs.overlay.launcher import down
+    from faidecs.overlay.runtime.launcher import down
 
     stopped = down(Path(args.run_dir))
     print(f"faidecs: stopped {', '.join(stopped) or 'nothing (no process was running)'}")

@@ -9,32 +9,17 @@ import os
 import sys
 from typing import IO, Iterator, Sequence
 
-from faidecs.describe import describe_program, program_json
+from faidecs.cli.inputs import CliError, read_text
+from faidecs.lab.describe import describe_program, program_json
 from faidecs.errors import EventError, FaidecsError, ProgramError
 from faidecs.grammar import compile_program
 from faidecs.matching.bounds import Bounds
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
-from faidecs.replay import replay
+from faidecs.runs.replay import replay
 
 #: Inputs at least this large get a progress bar on stderr (when stderr is a terminal, or forced).
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024
-
-
-class CliError(Exception):
-    """A problem with the command line itself (unreadable file, bad combination of options)."""
-
-
-def _read_text(path: str) -> str:
-    try:
-        if path == "-":
-            return sys.stdin.read()
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
 
 
 @contextlib.contextmanager
@@ -82,7 +67,7 @@ def _positive(text: str) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    text = _read_text(args.file)
+    text = read_text(args.file)
     program = compile_program(text, args.file)
     if args.json:
         print(json.dumps(program_json(program), indent=2, ensure_ascii=False))
@@ -95,7 +80,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.program == "-" and args.events == "-":
         raise CliError("--program and --events cannot both read standard input")
     source_name = "<stdin>" if args.events == "-" else args.events
-    text = _read_text(args.program)
+    text = read_text(args.program)
     bounds = None
     if args.max_queue is not None or args.max_age is not None:
         bounds = Bounds(max_queue=args.max_queue, max_age=args.max_age, overflow=args.overflow)
@@ -143,7 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         recorder = None
         if args.log:
-            from faidecs.processes import single_engine_log
+            from faidecs.runs.processes import single_engine_log
 
             recorder = single_engine_log(engine)
         try:
@@ -184,12 +169,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from faidecs.properties import check
-    from faidecs.runlog import RunLog, merge_runlogs
+    from faidecs.runs.runlog import RunLog, merge_runlogs
 
     logs = []
     for name in args.log:
         if name != "-" and Path(name).is_dir():  # a run folder of `faidecs overlay up`
-            from faidecs.overlay.launcher import merged_runlog
+            from faidecs.overlay.runtime.launcher import merged_runlog
 
             logs.append((name, merged_runlog(Path(name))))
             continue

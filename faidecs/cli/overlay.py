@@ -10,7 +10,7 @@ import sys
 from dataclasses import replace
 from typing import Any, Callable
 
-from faidecs.cli.main import _read_text
+from faidecs.cli.inputs import read_text
 from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Kind, Program, Subscription
@@ -54,7 +54,7 @@ def _random_events(
 def _read_events(path: str) -> list[tuple[int, str, dict[str, Any]]]:
     out: list[tuple[int, str, dict[str, Any]]] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -89,12 +89,12 @@ def _types_source(program: Program) -> str:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from faidecs.overlay.generate import random_faults
-    from faidecs.overlay.report import render, to_json
-    from faidecs.overlay.scenario import Fault, Joiner, Scenario, SimConfig
-    from faidecs.overlay.simulator import simulate
+    from faidecs.overlay.sim.generate import random_faults
+    from faidecs.overlay.sim.report import render, to_json
+    from faidecs.overlay.sim.scenario import Fault, Joiner, Scenario, SimConfig
+    from faidecs.overlay.sim.simulator import simulate
 
-    program = compile_program(_read_text(args.program), args.program)
+    program = compile_program(read_text(args.program), args.program)
     subs = _subscribers(program)
     rng = random.Random(args.seed)
     publications = (
@@ -167,9 +167,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_topology(args: argparse.Namespace) -> int:
-    from faidecs.overlay.topology import Topology
+    from faidecs.overlay.sim.topology import Topology
 
-    program = compile_program(_read_text(args.program), args.program)
+    program = compile_program(read_text(args.program), args.program)
     servers = [f"m{k}" for k in range(1, args.servers + 1)]
     if args.replicas > len(servers):
         raise SpecError(f"--replicas {args.replicas} needs at least as many --servers (got {len(servers)})")

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from faidecs.cli.main import _read_text
+from faidecs.cli.inputs import read_text
 from faidecs.errors import FaidecsError
 
 
@@ -28,7 +28,7 @@ def _program_and_session(args: argparse.Namespace) -> tuple[str, Any]:
     from faidecs.grammar import compile_program
     from faidecs.spark import session
 
-    program = _read_text(args.program)
+    program = read_text(args.program)
     compile_program(program, args.program)
     return program, session(args.master, spark_driver_memory=args.driver_memory)
 

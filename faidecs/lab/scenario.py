@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from faidecs.matching.delivery import Delivery
-from faidecs.processes import run_processes
-from faidecs.runlog import RunLog
+from faidecs.runs.processes import run_processes
+from faidecs.runs.runlog import RunLog
 
 TYPES = ("T1", "T2", "T3", "T4")
 TYPES_SOURCE = "".join(f"type {t}(a: int)\n" for t in TYPES)

@@ -11,21 +11,20 @@ events one by one.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from faidecs.errors import EventError, QueueOverflowError
-from faidecs.grammar.model import Slot
+from faidecs.grammar.model import EventType, Slot, Subscription
 from faidecs.matching.batch_routes import BatchRoutes
 from faidecs.matching.columns import TypeCodec
 from faidecs.matching.compiled_state import BatchRows, CompiledConjunctionState, EventContext
 from faidecs.matching.events import Event
+from faidecs.matching.filter_index import Route
 from faidecs.matching.tiered_state import TieredState
-
-if TYPE_CHECKING:
-    from faidecs.matching.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -138,8 +137,19 @@ def _ids(columns: Mapping[str, Any], type_name: str, rows: int) -> np.ndarray | 
     return ids
 
 
-def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> BatchResult:
-    declared = engine._types
+@dataclass(slots=True)
+class BatchScope:
+    """What a batch reads and advances of the engine it runs in (:meth:`Engine.publish_batch`)."""
+
+    types: Mapping[str, EventType]
+    context: EventContext | None  # None: the engine keeps no events (reference matchers only)
+    published: int  # events published before the batch; advanced by the batch's size
+    seen: MutableMapping[str, int]  # arrivals per type, the routes' clocks; advanced by the batch
+    routes: Iterable[tuple[Subscription, Iterable[Route]]]  # per subscription, its conjunctions' routes
+
+
+def publish_batch(scope: BatchScope, tables: Mapping[str, Any], order: Any) -> BatchResult:
+    declared = scope.types
     names = list(tables)
     for name in names:
         if name not in declared:
@@ -151,7 +161,7 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
     positions_of = [np.flatnonzero(codes == i) for i in range(len(names))]  # batch positions per table
     for where in positions_of:
         ev_row[where] = np.arange(len(where))
-    context = engine._context or EventContext()
+    context = scope.context or EventContext()
     codecs: list[TypeCodec] = []
     encoded: list[np.ndarray] = []
     ids: list[np.ndarray | None] = []
@@ -166,7 +176,7 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
         codecs.append(codec)
         encoded.append(codec.encode_columns(columns, int(counts[i])))
         ids.append(_ids(columns, name, int(counts[i])))
-    first = engine._published
+    first = scope.published
 
     rows_of_batch = BatchRows(first, codes, ev_row, codecs, encoded, ids)
 
@@ -200,10 +210,9 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
     # event would have reported it.
     overflows: list[tuple[int, int, QueueOverflowError]] = []
     routes = BatchRoutes(names, [declared[n] for n in names], codes, positions_of, encoded, context.strings)
-    seen = engine._seen
-    for state in engine._subscriptions.values():
-        sub = state.subscription
-        for route in state.routes:
+    seen = scope.seen
+    for sub, sub_routes in scope.routes:
+        for route in sub_routes:
             index, conj = route.index, route.state
             if isinstance(conj, TieredState) and conj.compiled:
                 conj = conj.impl  # swapped in: the kernel runs the batch
@@ -250,20 +259,19 @@ def publish_batch(engine: "Engine", tables: Mapping[str, Any], order: Any) -> Ba
                     np.asarray(arrivals, dtype=np.int64).reshape(len(positions), len(signature)),
                 )
             )
-    engine._published += size
+    scope.published += size
     for i, name in enumerate(names):
-        engine._seen[name] += int(counts[i])
+        seen[name] += int(counts[i])
     if overflows:
         raise min(overflows, key=lambda o: o[:2])[2]
     for g in groups:
         for a in np.unique(g.arrivals[g.arrivals < first]).tolist():
             if a not in older:
                 older[a] = context.event(a)
-    if engine._context is not None:
+    if scope.context is not None:
         # The batch's events stay reachable (as rows) for later relations, state and snapshots.
         context.batches.append(rows_of_batch)
         context.events.update((first + b, e) for b, e in events.items())
-        engine._collect()
     keys = [(np.full(len(g.positions), k), g.positions) for k, g in enumerate(groups)]
     group_of = np.concatenate([k for k, _ in keys]) if keys else np.zeros(0, np.int64)
     position = np.concatenate([p for _, p in keys]) if keys else np.zeros(0, np.int64)

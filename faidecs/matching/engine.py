@@ -15,6 +15,7 @@ from faidecs.errors import EventError, FaidecsError, QueueOverflowError, Snapsho
 from faidecs.gcpause import paused_gc
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import Conjunction, Covering, EventType, Program, Subscription
+from faidecs.matching.batch import BatchResult, BatchScope, publish_batch
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.conjunction_state import (
     AnyConjunctionState,
@@ -30,7 +31,6 @@ from faidecs.matching.reference import ReferenceMatcher
 from faidecs.matching.tiered_state import TieredState
 
 if TYPE_CHECKING:
-    from faidecs.matching.batch import BatchResult
     from faidecs.matching.compiled_state import EventContext
 
 MATCHERS = ("compiled", "reference")
@@ -363,24 +363,34 @@ class Engine:
         assert self._context is not None
         self._context.collect((c.live_arrivals(t) for c in self._compiled for t in range(c.m)), len(self._compiled))
 
-    def publish_batch(self, tables: Mapping[str, Any], order: Any) -> "BatchResult":
+    def publish_batch(self, tables: Mapping[str, Any], order: Any) -> BatchResult:
         """Process a whole batch of events given as columns: ``tables`` maps each type name to
         its columns (a mapping of attribute name to array, a pandas DataFrame, or a pyarrow
         Table; an optional ``id`` column names the events), and ``order`` gives the global
         arrival order as one type name (or index into ``tables``) per event: the k-th occurrence
         of a type is that type's k-th row. Deliveries are exactly those of publishing the events
         one by one in that order; see :class:`~faidecs.matching.batch.BatchResult`."""
-        from faidecs.matching.batch import publish_batch
-
         if self._stopped is not None:
             raise self._stopped
         self._sync_clocks()  # every conjunction sees every event of its types in a batch
         self._poll_kernels()
+        scope = BatchScope(
+            self._types,
+            self._context,
+            self._published,
+            self._seen,
+            [(state.subscription, state.routes) for state in self._subscriptions.values()],
+        )
         try:
-            return publish_batch(self, tables, order)
+            result = publish_batch(scope, tables, order)
         except QueueOverflowError as exc:
             self._stopped = exc
             raise
+        finally:
+            self._published = scope.published
+        if self._context is not None:
+            self._collect()
+        return result
 
     def publish_many(self, events: Iterable[Event | Mapping[str, Any]]) -> Iterator[Delivery]:
         for event in events:

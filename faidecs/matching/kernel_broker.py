@@ -127,11 +127,9 @@ def _read_answer(stream: IO[str]) -> dict[str, object] | None:
 
 
 def _start_worker() -> subprocess.Popen[str]:
-    import faidecs
-
     env = dict(os.environ)
     # The worker must import this very faidecs, wherever it was imported from.
-    home = str(Path(faidecs.__file__).resolve().parent.parent)
+    home = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (home, env.get("PYTHONPATH")) if p)
     return subprocess.Popen(
         [sys.executable, "-m", "faidecs.matching.kernel_worker"],

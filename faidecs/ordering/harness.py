@@ -19,7 +19,7 @@ from faidecs.grammar import compile_program
 from faidecs.matching.engine import Engine
 from faidecs.ordering.layer import OrderingLayer
 from faidecs.ordering.network import Network
-from faidecs.runlog import RunLog, RunRecorder
+from faidecs.runs.runlog import RunLog, RunRecorder
 
 #: What every run of an ordering layer keeps, whatever the processes' semantic options: the
 #: layer's own promise and what it hands out, and what any deterministic engine keeps on a stream of

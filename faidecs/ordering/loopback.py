@@ -15,7 +15,7 @@ The same entities as in the simulator, on :class:`~faidecs.ordering.realnet.Real
 Each subscriber process runs its layer's receiving logic and an embedded engine on what it is
 notified, and writes its part of the run log (notify and deliver records, its final queues),
 timed by the host's wall clock in nanoseconds; the publisher process writes the publications.
-:func:`merged` merges them (:func:`~faidecs.runlog.merge_runlogs`) for the property checker.
+:func:`merged` merges them (:func:`~faidecs.runs.runlog.merge_runlogs`) for the property checker.
 
 What does not fit: subscriptions are static (fixed at start; no joins or leaves), so the atoms
 layer stays in epoch 0 (its configuration service, which would switch epochs, is not run), and the
@@ -65,10 +65,11 @@ from faidecs.ordering.multistage.subscriber import EnsHooks, Subscriber
 from faidecs.ordering.network import Network
 from faidecs.ordering.realnet import RealNetwork
 from faidecs.ordering.wire import OrderingCodec
-from faidecs.overlay.certificates import Keys, create_keys
-from faidecs.overlay.launcher import read_statuses, stop_processes
-from faidecs.overlay.transport import Transport
-from faidecs.runlog import Delivered, Notified, Published, RunLog, merge_runlogs
+from faidecs.net.certificates import Keys, create_keys
+from faidecs.net.children import stop_processes
+from faidecs.net.statusfile import read_statuses
+from faidecs.net.transport import Transport
+from faidecs.runs.runlog import Delivered, Notified, Published, RunLog, merge_runlogs
 
 LAYERS = ("multistage", "atoms")
 PUBLISHER = "pub"

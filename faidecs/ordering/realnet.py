@@ -4,7 +4,7 @@ One :class:`RealNetwork` per process. The process hosts some addresses (the topi
 server, the atoms of one sequencing node, one subscriber's ordering module, the publishers'
 clients); ``hosts`` maps every address of the deployment to its process. A message between two
 addresses of one process goes through a local queue; any other goes over the overlay's
-:class:`~faidecs.overlay.transport.Transport` (ZeroMQ over TCP, CurveZMQ when given keys) to the
+:class:`~faidecs.net.transport.Transport` (ZeroMQ over TCP, CurveZMQ when given keys) to the
 process hosting its destination, encoded by :mod:`faidecs.ordering.wire`. Both keep each link FIFO:
 the local queue trivially, the transport because one ZeroMQ connection per pair of processes
 carries, in sending order, every message from any address of one to any address of the other
@@ -29,7 +29,7 @@ from typing import Any
 
 from faidecs.ordering.network import Handler, LinkStats, NetworkError
 from faidecs.ordering.wire import Envelope
-from faidecs.overlay.transport import Transport
+from faidecs.net.transport import Transport
 
 LOG = logging.getLogger("faidecs.ordering.realnet")
 #: Longest a step waits on the sockets when nothing else is due (seconds).

@@ -1,6 +1,6 @@
 """The property checker: judges a run log against every property of the FAIDECS model.
 
->>> from faidecs.processes import run_processes
+>>> from faidecs.runs.processes import run_processes
 >>> log = run_processes("type T(a: int)", {"p": "subscription S: T"}, [{"id": "e", "type": "T", "attrs": {"a": 1}}])
 >>> check(log).violated()
 []
@@ -26,7 +26,7 @@ from faidecs.properties.order import (
 )
 from faidecs.properties.safety import admission, no_creation, no_duplication, no_duplication_prime
 from faidecs.properties.view import RunView, Violation
-from faidecs.runlog import RunLog
+from faidecs.runs.runlog import RunLog
 
 Check = Callable[[RunView], list[Violation]]
 

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 from faidecs.grammar.model import Conjunction, EventType, Predicate, Slot, Subscription
 from faidecs.matching.evaluate import compile_predicate
 from faidecs.matching.events import Event, EventValidator
-from faidecs.runlog import Published, RunLog, RunLogError
+from faidecs.runs.runlog import Published, RunLog, RunLogError
 
 StreamKey = tuple[str, int]  # (process, conjunction index as written)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Kind, Program, Subscription
-from faidecs.overlay.roles import Role, split_by_role
+from faidecs.merging.roles import Role, split_by_role
 
 COLUMN_SEPARATOR = "$"
 SPARK_KINDS = {Kind.INT: "bigint", Kind.FLOAT: "double", Kind.STR: "string", Kind.BOOL: "boolean"}

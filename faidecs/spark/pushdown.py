@@ -1,7 +1,7 @@
 """The unary predicates a merger propagates upstream, as Spark SQL conditions.
 
 A merger needs an event only if some slot of some conjunction it serves accepts it (the overlay's
-:class:`~faidecs.overlay.filters.Filter`); the rest can be dropped before the shuffle. Dropping them
+:class:`~faidecs.merging.filters.Filter`); the rest can be dropped before the shuffle. Dropping them
 is exact because the engine admits an event into a conjunction's queues only if the event satisfies
 that slot's unary predicates: an event no slot admits changes no state (tested in the overlay's
 runs, where mergers filter the same way).
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from faidecs.grammar.model import AttrOf, Conjunction, Const, Kind, Predicate
 from faidecs.matching.evaluate import INT64_MAX, INT64_MIN
-from faidecs.overlay.filters import ACCEPT_ALL, Filter, union_all
+from faidecs.merging.filters import ACCEPT_ALL, Filter, union_all
 from faidecs.spark.plan import Group, Merger, column
 
 

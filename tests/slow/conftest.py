@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from faidecs.overlay.zkserver import ZooKeeperServer
+from faidecs.net.zkserver import ZooKeeperServer
 
 
 @pytest.fixture(scope="session")

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 from faidecs.matching.engine import Engine
-from faidecs.overlay.certificates import create_keys
-from faidecs.overlay.launcher import LocalDeployment
-from faidecs.overlay.report import kept_properties
+from faidecs.net.certificates import create_keys
+from faidecs.overlay.runtime.launcher import LocalDeployment
+from faidecs.overlay.sim.report import kept_properties
 from faidecs.properties import check
 
 Deliveries = dict[str, list[tuple[int, tuple[str, ...]]]]  # subscriber -> (conjunction, relation)

@@ -5,10 +5,10 @@ engine's on its stream)."""
 
 from __future__ import annotations
 
-from faidecs.overlay.audit import expected_deliveries
-from faidecs.overlay.report import kept_properties
-from faidecs.overlay.scenario import Scenario, SimConfig
-from faidecs.overlay.simulator import SimResult, Simulation
+from faidecs.overlay.sim.audit import expected_deliveries
+from faidecs.overlay.sim.report import kept_properties
+from faidecs.overlay.sim.scenario import Scenario, SimConfig
+from faidecs.overlay.sim.simulator import SimResult, Simulation
 from faidecs.properties import check
 
 

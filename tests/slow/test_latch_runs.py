@@ -17,7 +17,7 @@ from faidecs.ordering.latch.path import PathConfig, PathRun, process_name, simul
 from faidecs.properties import check
 from faidecs.properties.notification_fifo import fifo_violations_by_pair
 from faidecs.properties.view import RunView
-from faidecs.runlog import RunLog
+from faidecs.runs.runlog import RunLog
 
 pytestmark = pytest.mark.slow
 

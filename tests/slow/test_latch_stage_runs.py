@@ -22,12 +22,12 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from faidecs.overlay.audit import expected_deliveries
-from faidecs.overlay.generate import COMBINATIONS, random_deployment
-from faidecs.overlay.report import kept_properties
-from faidecs.overlay.roles import is_root
-from faidecs.overlay.scenario import InputPath, LatchSpec, Scenario, SimConfig
-from faidecs.overlay.simulator import SimResult, Simulation
+from faidecs.overlay.sim.audit import expected_deliveries
+from faidecs.overlay.sim.generate import COMBINATIONS, random_deployment
+from faidecs.overlay.sim.report import kept_properties
+from faidecs.merging.roles import is_root
+from faidecs.overlay.sim.scenario import InputPath, LatchSpec, Scenario, SimConfig
+from faidecs.overlay.sim.simulator import SimResult, Simulation
 from faidecs.properties import check
 from faidecs.properties.notification_fifo import fifo_violations_by_pair
 from faidecs.properties.view import RunView

@@ -16,7 +16,7 @@ from faidecs.ordering.harness import run_layer
 from faidecs.ordering.locaps import LocapsLayer
 from faidecs.ordering.locaps.generate import random_scenario
 from faidecs.properties import check
-from faidecs.runlog import RunLog
+from faidecs.runs.runlog import RunLog
 
 pytestmark = pytest.mark.slow
 

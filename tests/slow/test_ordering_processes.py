@@ -22,7 +22,7 @@ from faidecs.ordering.layer import OrderingLayer
 from faidecs.ordering.loopback import LoopbackRun, write_plan
 from faidecs.ordering.multistage import MultistageLayer
 from faidecs.properties import check
-from faidecs.runlog import RunLog
+from faidecs.runs.runlog import RunLog
 
 pytestmark = pytest.mark.slow
 

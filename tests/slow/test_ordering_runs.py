@@ -18,7 +18,7 @@ from faidecs.ordering.harness import KEPT_ON_EVERY_LAYER, run_layer
 from faidecs.ordering.layer import OrderingLayer
 from faidecs.ordering.multistage import MultistageLayer
 from faidecs.properties import check
-from faidecs.runlog import RunLog
+from faidecs.runs.runlog import RunLog
 
 pytestmark = pytest.mark.slow
 

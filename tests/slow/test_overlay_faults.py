@@ -25,16 +25,16 @@ import pytest
 
 from faidecs.grammar import compile_program
 from faidecs.matching.events import Event, EventValidator
-from faidecs.overlay.filters import ACCEPT_ALL, Filter
-from faidecs.overlay.launcher import LaunchError, LocalDeployment
-from faidecs.overlay.messages import Ack, Connect, Decide, Down, LeaderChange, Message, Publish, Register, Up
-from faidecs.overlay.node import Node
-from faidecs.overlay.processlog import ProcessLog
-from faidecs.overlay.replica import MergerReplica, ProtocolError
-from faidecs.overlay.report import kept_properties
-from faidecs.processes import run_processes
+from faidecs.merging.filters import ACCEPT_ALL, Filter
+from faidecs.overlay.runtime.launcher import LaunchError, LocalDeployment
+from faidecs.overlay.core.messages import Ack, Connect, Decide, Down, LeaderChange, Message, Publish, Register, Up
+from faidecs.overlay.runtime.node import Node
+from faidecs.net.processlog import ProcessLog
+from faidecs.overlay.core.replica import MergerReplica, ProtocolError
+from faidecs.overlay.sim.report import kept_properties
+from faidecs.runs.processes import run_processes
 from faidecs.properties import check
-from faidecs.runlog import Delivered, RunLog
+from faidecs.runs.runlog import Delivered, RunLog
 
 from overlay_harness import SESSION_MS, settled, write_deployment
 

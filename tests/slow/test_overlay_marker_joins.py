@@ -1,5 +1,5 @@
 """LoCaPS joins in the merging overlay, on 1,000 seeded simulated deployments with faults
-(`faidecs.overlay.generate.random_marker_deployment`): every joiner at a marker is gapless (the
+(`faidecs.overlay.sim.generate.random_marker_deployment`): every joiner at a marker is gapless (the
 stream audit: its engine is fed exactly its merger's committed stream after its marker, restricted
 to its filter) and delivers exactly what a fresh embedded engine delivers on that stream; every
 other subscriber is judged as in test_overlay_runs; every property the options keep holds. Both
@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 from simulated_runs import judged
 
-from faidecs.overlay.generate import COMBINATIONS, random_marker_deployment
+from faidecs.overlay.sim.generate import COMBINATIONS, random_marker_deployment
 
 RUNS = int(os.environ.get("FAIDECS_MARKER_RUNS", "1000"))
 CHUNKS = 16

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from faidecs.overlay.launcher import LocalDeployment
+from faidecs.overlay.runtime.launcher import LocalDeployment
 
 from overlay_harness import SUBSCRIBERS, embedded, settled, verified, write_deployment
 

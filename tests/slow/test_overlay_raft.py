@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("pysyncobj")
 pytest.importorskip("cryptography")  # pysyncobj's password (encryption) needs it
 
-from faidecs.overlay.launcher import LocalDeployment  # noqa: E402
+from faidecs.overlay.runtime.launcher import LocalDeployment  # noqa: E402
 
 from overlay_harness import SUBSCRIBERS, embedded, settled, verified, write_deployment  # noqa: E402
 

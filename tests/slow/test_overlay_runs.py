@@ -1,7 +1,7 @@
 """The overlay keeps, on thousands of seeded simulated deployments with faults and joins, every
 property the lab's table says the subscriptions' options keep, feeds every subscriber stream
 exactly its merger's committed stream, and delivers what the embedded engine delivers on that
-stream. Each failure names the seed that reproduces it (`faidecs.overlay.generate`)."""
+stream. Each failure names the seed that reproduces it (`faidecs.overlay.sim.generate`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 from simulated_runs import judged
 
-from faidecs.overlay.generate import COMBINATIONS, random_deployment
+from faidecs.overlay.sim.generate import COMBINATIONS, random_deployment
 
 RUNS = int(os.environ.get("FAIDECS_OVERLAY_RUNS", "2000"))
 CHUNKS = 16

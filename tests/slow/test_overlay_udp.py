@@ -15,11 +15,11 @@ import pytest
 
 from faidecs.matching.events import EventValidator
 from faidecs.ordering.latch.stamp import Stamp
-from faidecs.overlay.deployment import load_deployment
-from faidecs.overlay.launcher import LocalDeployment
-from faidecs.overlay.messages import Publish
-from faidecs.overlay.report import kept_properties
-from faidecs.overlay.udp import seal
+from faidecs.overlay.runtime.deployment import load_deployment
+from faidecs.overlay.runtime.launcher import LocalDeployment
+from faidecs.overlay.core.messages import Publish
+from faidecs.overlay.sim.report import kept_properties
+from faidecs.overlay.runtime.udp import seal
 from faidecs.properties import check
 
 from overlay_harness import SUBSCRIBERS, settled, write_deployment

@@ -1,4 +1,4 @@
-"""Leadership, epochs and sessions from a real ZooKeeper (faidecs.overlay.zkcoordination).
+"""Leadership, epochs and sessions from a real ZooKeeper (faidecs.overlay.runtime.zkcoordination).
 
 One standalone server for the module (tick 100 ms: sessions of 0.2 to 2 s), one deployment name per
 test. Members run in this process, and in child processes where a test kills (SIGKILL) or pauses
@@ -31,10 +31,10 @@ kazoo = pytest.importorskip("kazoo")  # the `overlay` extra; CI installs it
 
 from kazoo.client import KazooClient
 
-from faidecs.overlay.messages import Down, LeaderChange, Message, Up
-from faidecs.overlay.roles import Role
-from faidecs.overlay.zkcoordination import Candidate, ZooKeeperMember, path_key, role_key
-from faidecs.overlay.zkserver import ZooKeeperMissing, ZooKeeperServer, ZooKeeperStartError, find_zookeeper
+from faidecs.overlay.core.messages import Down, LeaderChange, Message, Up
+from faidecs.merging.roles import Role
+from faidecs.overlay.runtime.zkcoordination import Candidate, ZooKeeperMember, path_key, role_key
+from faidecs.net.zkserver import ZooKeeperMissing, ZooKeeperServer, ZooKeeperStartError, find_zookeeper
 
 pytestmark = pytest.mark.slow
 
@@ -149,8 +149,8 @@ def assert_consistent(recorders: list[Recorder], others: tuple[list[tuple[str, i
 
 CHILD = """
 import json, sys, time
-from faidecs.overlay.messages import LeaderChange
-from faidecs.overlay.zkcoordination import ZooKeeperMember
+from faidecs.overlay.core.messages import LeaderChange
+from faidecs.overlay.runtime.zkcoordination import ZooKeeperMember
 
 hosts, deployment, name, placement, timeout = sys.argv[1:]
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from faidecs.matching.delivery import Delivery
-from faidecs.processes import run_processes
+from faidecs.runs.processes import run_processes
 from faidecs.properties import CHECKS, Report, Violation, check
-from faidecs.runlog import RunLog, RunLogError
+from faidecs.runs.runlog import RunLog, RunLogError
 
 TYPES = "type T1(a: int)\ntype T2(a: int)\ntype T3(a: int)\n"
 
@@ -52,7 +52,7 @@ def final(process: str, *queues: dict[str, list[str]]) -> Record:
 
 def log_text(processes: dict[str, str], *records: Record, types: str = TYPES) -> str:
     """The JSON-lines text of a run log: header, one process record each, then ``records``."""
-    head: list[Record] = [{"record": "header", "format": "faidecs.runlog/1", "types": types}]
+    head: list[Record] = [{"record": "header", "format": "faidecs.runs.runlog/1", "types": types}]
     head += [{"record": "process", "process": n, "subscription": s} for n, s in processes.items()]
     return "".join(json.dumps(r) + "\n" for r in head + list(records))
 
@@ -208,7 +208,7 @@ def test_no_duplication_prime_violated_in_the_same_position() -> None:
 # --- No Creation -------------------------------------------------------------------------------
 
 NEVER_PUBLISHED = """\
-{"record": "header", "format": "faidecs.runlog/1", "types": "type T1(a: int)\\n"}
+{"record": "header", "format": "faidecs.runs.runlog/1", "types": "type T1(a: int)\\n"}
 {"record": "process", "process": "p", "subscription": "subscription P: T1"}
 {"record": "publish", "time": 1, "event": {"id": "x", "type": "T1", "attrs": {"a": 1}, "publisher": "src", "seq": 0}}
 {"record": "deliver", "time": 2, "process": "p", "conjunction": 0, "relation": ["x"]}
@@ -668,7 +668,7 @@ def test_disjunction_total_order_violated() -> None:
 # --- Type FIFO Order ---------------------------------------------------------------------------
 
 FIFO = """\
-{"record": "header", "format": "faidecs.runlog/1", "types": "type T1(a: int)\\n"}
+{"record": "header", "format": "faidecs.runs.runlog/1", "types": "type T1(a: int)\\n"}
 {"record": "process", "process": "p", "subscription": "subscription P: T1"}
 {"record": "publish", "time": 1, "event": {"id": "x1", "type": "T1", "attrs": {"a": 1}, "publisher": "%s", "seq": 0}}
 {"record": "publish", "time": 2, "event": {"id": "x2", "type": "T1", "attrs": {"a": 2}, "publisher": "%s", "seq": 1}}

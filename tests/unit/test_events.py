@@ -8,7 +8,7 @@ import pytest
 
 from faidecs import Engine, Event, EventError
 from faidecs.matching.events import INT64_MAX, INT64_MIN, EventValidator
-from faidecs.replay import parse_line, replay
+from faidecs.runs.replay import parse_line, replay
 
 PROGRAM = "type T(i: int, f: float, s: str, b: bool)\ntype U()\nsubscription S: T and U\n"
 GOOD: dict[str, Any] = {"i": 1, "f": 1.5, "s": "x", "b": True}

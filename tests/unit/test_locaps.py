@@ -22,7 +22,7 @@ from faidecs.ordering.locaps.topology import (
     pub_stable,
 )
 from faidecs.properties import check
-from faidecs.runlog import RunLog
+from faidecs.runs.runlog import RunLog
 
 GAPLESS = ["Gapless FIFO Delivery", "Gapless Causal Delivery"]
 
@@ -119,7 +119,7 @@ def cascade_log(cascade: bool) -> RunLog:
     publishes e2, then e3 much later. With the cascade bB sent M2 when M1 passed, before e2, so s
     gets e2; without it M2 leaves bB only when S arrives over the long path, after e2."""
     records: list[dict[str, Any]] = [
-        {"record": "header", "format": "faidecs.runlog/1", "types": "type A(x: int)\n"},
+        {"record": "header", "format": "faidecs.runs.runlog/1", "types": "type A(x: int)\n"},
         {"record": "process", "process": "s", "subscription": "subscription s: A", "joined": {"time": 0, "peer": None}},
         {"record": "process", "process": "p2", "subscription": "subscription p2: A"},
     ]
@@ -174,7 +174,7 @@ def test_t_003_05_on_a_tree_the_cascade_is_not_needed() -> None:
 def fig1_log(start: dict[str, int]) -> RunLog:
     """p1, p2, p3 publish e{j}.{1..4}; p3 was handed e2.1 before it published e3.2 (e2.1 -> e3.2).
     Process s is handed, per publisher, everything from its ``start`` on."""
-    records: list[dict[str, Any]] = [{"record": "header", "format": "faidecs.runlog/1", "types": "type A(x: int)\n"}]
+    records: list[dict[str, Any]] = [{"record": "header", "format": "faidecs.runs.runlog/1", "types": "type A(x: int)\n"}]
     for name in ("s", "p3"):
         records.append({"record": "process", "process": name, "subscription": f"subscription {name}: A"})
     time = 0
@@ -350,7 +350,7 @@ def test_t_003_12_unaware_broker_makes_a_gap() -> None:
     # p@b1 - b2 - b3@s, and another subscriber o@b2 pulls p's events to b2 only. If s's broker
     # delivered e1 (pulled... to b3 by nobody: we deliver it by hand) before b1 knew S, e2 is lost
     records: list[dict[str, Any]] = [
-        {"record": "header", "format": "faidecs.runlog/1", "types": "type A(x: int)\n"},
+        {"record": "header", "format": "faidecs.runs.runlog/1", "types": "type A(x: int)\n"},
         {"record": "process", "process": "s", "subscription": "subscription s: A", "joined": {"time": 0, "peer": None}},
     ]
     events = [("e1", 1), ("e2", 2), ("e3", 3)]

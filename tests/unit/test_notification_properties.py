@@ -8,7 +8,7 @@ from test_checker import TYPES, Record, dlv, final, make_log, pub, sub, verdict
 from faidecs.properties import check
 from faidecs.properties.notification_fifo import fifo_violations_by_pair
 from faidecs.properties.view import RunView
-from faidecs.runlog import RunLog
+from faidecs.runs.runlog import RunLog
 
 
 def ntf(time: int, process: str, event_id: str) -> Record:

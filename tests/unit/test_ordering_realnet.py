@@ -15,7 +15,7 @@ import zmq
 from faidecs.ordering.multistage.messages import CreatePubTs, EventTs
 from faidecs.ordering.realnet import RealNetwork
 from faidecs.ordering.wire import Envelope, OrderingCodec
-from faidecs.overlay.transport import Transport
+from faidecs.net.transport import Transport
 
 HOSTS = {"tm:A": "a", "tm:B": "a", "p0": "b", "p1": "b"}
 

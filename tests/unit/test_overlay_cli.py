@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from faidecs.cli.main import main
-from faidecs.overlay.placement import place
-from faidecs.runlog import RunLog
+from faidecs.overlay.core.placement import place
+from faidecs.runs.runlog import RunLog
 
 PROGRAM = """\
 type A(x: int)

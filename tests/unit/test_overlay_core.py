@@ -21,10 +21,10 @@ from faidecs.grammar import compile_program
 from faidecs.grammar.model import Conjunction, Program
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import Event, EventValidator
-from faidecs.overlay.coordination import SimulatedCoordination
-from faidecs.overlay.filters import ACCEPT_ALL, Filter, union_all
-from faidecs.overlay.keys import is_subscriber, merger_key, subscriber_key
-from faidecs.overlay.messages import (
+from faidecs.overlay.core.coordination import SimulatedCoordination
+from faidecs.merging.filters import ACCEPT_ALL, Filter, union_all
+from faidecs.overlay.core.keys import is_subscriber, merger_key, subscriber_key
+from faidecs.overlay.core.messages import (
     Ack,
     Commit,
     Connect,
@@ -42,12 +42,12 @@ from faidecs.overlay.messages import (
     Send,
     Up,
 )
-from faidecs.overlay.placement import place
-from faidecs.overlay.replica import MergerReplica, ProtocolError
-from faidecs.overlay.roles import Role, ancestry, conjunction_role, is_root, parents, role_name, role_of
-from faidecs.overlay.subscriber import SubscriberClient
+from faidecs.overlay.core.placement import place
+from faidecs.overlay.core.replica import MergerReplica, ProtocolError
+from faidecs.merging.roles import Role, ancestry, conjunction_role, is_root, parents, role_name, role_of
+from faidecs.overlay.core.subscriber import SubscriberClient
 from faidecs.properties import check
-from faidecs.runlog import Delivered, Published, RunLog, RunLogError
+from faidecs.runs.runlog import Delivered, Published, RunLog, RunLogError
 
 TYPES = "type A(x: int)\ntype B(x: int)\ntype C(x: int)\n"
 SERVERS = ["m1", "m2", "m3"]
@@ -977,7 +977,7 @@ def test_joined_and_left_round_trip() -> None:
 def test_bad_joined_or_left_is_rejected_with_its_line(field_: str, value: Any, message: str) -> None:
     """A malformed ``joined`` or ``left`` field is a RunLogError naming the process line."""
     lines = [
-        json.dumps({"record": "header", "format": "faidecs.runlog/1", "types": LOG_TYPES}),
+        json.dumps({"record": "header", "format": "faidecs.runs.runlog/1", "types": LOG_TYPES}),
         json.dumps({"record": "process", "process": "p", "subscription": SUB}),
         json.dumps({"record": "process", "process": "j", "subscription": SUB, field_: value}),
     ]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from faidecs.cli.main import main
-from faidecs.overlay.certificates import KeyMaterialError, Keys, create_keys
-from faidecs.overlay.deployment import DeploymentError, load_deployment
+from faidecs.net.certificates import KeyMaterialError, Keys, create_keys
+from faidecs.overlay.runtime.deployment import DeploymentError, load_deployment
 
 PROGRAM = "type A(x: int)\ntype B(x: int)\nsubscription P: A and B\n"
 GOOD = """\

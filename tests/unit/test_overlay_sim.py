@@ -21,16 +21,16 @@ from faidecs.grammar.model import Subscription
 from faidecs.lab.measured import MEASURED_VIOLATIONS
 from faidecs.matching.events import Event
 from faidecs.matching.guarantees import PROPERTIES
-from faidecs.overlay.audit import expected_deliveries
-from faidecs.overlay.generate import COMBINATIONS, random_deployment
-from faidecs.overlay.messages import Decision
-from faidecs.overlay.placement import place
-from faidecs.overlay.report import kept_properties, ok
-from faidecs.overlay.roles import Role
-from faidecs.overlay.scenario import Fault, FaultKind, Joiner, Scenario, SimConfig
-from faidecs.overlay.simulator import SimResult, Simulation, simulate
+from faidecs.overlay.sim.audit import expected_deliveries
+from faidecs.overlay.sim.generate import COMBINATIONS, random_deployment
+from faidecs.overlay.core.messages import Decision
+from faidecs.overlay.core.placement import place
+from faidecs.overlay.sim.report import kept_properties, ok
+from faidecs.merging.roles import Role
+from faidecs.overlay.sim.scenario import Fault, FaultKind, Joiner, Scenario, SimConfig
+from faidecs.overlay.sim.simulator import SimResult, Simulation, simulate
 from faidecs.properties import check
-from faidecs.runlog import RunLog
+from faidecs.runs.runlog import RunLog
 
 TYPES = "type A(x: int)\ntype B(x: int)\ntype C(x: int)\n"
 AB: Role = ("A", "B")
@@ -424,9 +424,9 @@ def test_a_different_seed_gives_a_different_timing() -> None:
 
 _REPRO = """
 import hashlib, random, sys
-from faidecs.overlay.generate import random_deployment
-from faidecs.overlay.scenario import SimConfig
-from faidecs.overlay.simulator import simulate
+from faidecs.overlay.sim.generate import random_deployment
+from faidecs.overlay.sim.scenario import SimConfig
+from faidecs.overlay.sim.simulator import simulate
 out = []
 for seed in range(6):
     result = simulate(random_deployment(random.Random(seed)), SimConfig(seed=seed, matcher="reference"))

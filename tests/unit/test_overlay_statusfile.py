@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from faidecs.overlay.statusfile import StatusFile
+from faidecs.net.statusfile import StatusFile
 
 
 def test_latest_snapshot_reaches_the_file_and_close_writes_the_final_one(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The overlay's network transport (``faidecs/overlay/transport.py``) over loopback TCP.
+"""The overlay's messages on the network transport (``faidecs/net/transport.py``) over loopback TCP.
 
 Two processes holding the deployment's keys exchange messages in FIFO order, each attributed to
 the process whose key signed the connection. A stranger (a key pair from another folder, or no
@@ -28,8 +28,8 @@ from zmq.utils.monitor import recv_monitor_message
 
 from faidecs.grammar import compile_program
 from faidecs.matching.events import Event, EventValidator
-from faidecs.overlay.certificates import Keys, create_keys
-from faidecs.overlay.messages import (
+from faidecs.net.certificates import Keys, create_keys
+from faidecs.overlay.core.messages import (
     Ack,
     Commit,
     Connect,
@@ -45,8 +45,9 @@ from faidecs.overlay.messages import (
     Publish,
     Up,
 )
-from faidecs.overlay.transport import MANY, Transport
-from faidecs.overlay.wire import encode
+from faidecs.net.transport import MANY, Transport
+from faidecs.overlay.runtime.codec import OVERLAY_CODEC
+from faidecs.overlay.runtime.wire import encode
 
 ANY = "tcp://127.0.0.1:*"
 ROLE = ("A",)
@@ -98,7 +99,7 @@ def transports() -> Iterator[Callable[..., Transport]]:
     made: list[Transport] = []
 
     def make(process: str, addresses: dict[str, str], keys: Keys | None, bind: str = ANY) -> Transport:
-        t = Transport(process, bind, addresses, keys)
+        t = Transport(process, bind, addresses, keys, codec=OVERLAY_CODEC)
         made.append(t)
         return t
 

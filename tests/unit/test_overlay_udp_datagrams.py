@@ -1,4 +1,4 @@
-"""UDP publishers' datagrams (faidecs/overlay/udp.py): pairwise keys from the deployment's
+"""UDP publishers' datagrams (faidecs/overlay/runtime/udp.py): pairwise keys from the deployment's
 CurveZMQ key pairs, sealing, and what a receiver refuses."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 
 from faidecs.ordering.latch.stamp import Stamp
 from faidecs.matching.events import EventValidator
-from faidecs.overlay.certificates import Keys, create_keys
-from faidecs.overlay.deployment import Deployment, DeploymentError, load_deployment
-from faidecs.overlay.messages import Publish
-from faidecs.overlay.udp import UdpError, UdpReceiver, UdpSender, open_sealed, pair_key, seal
+from faidecs.net.certificates import Keys, create_keys
+from faidecs.overlay.runtime.deployment import Deployment, DeploymentError, load_deployment
+from faidecs.overlay.core.messages import Publish
+from faidecs.overlay.runtime.udp import UdpError, UdpReceiver, UdpSender, open_sealed, pair_key, seal
 
 TEXT = """\
 name = "u"

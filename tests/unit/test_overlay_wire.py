@@ -1,4 +1,4 @@
-"""The overlay's wire format (``faidecs/overlay/wire.py``).
+"""The overlay's wire format (``faidecs/overlay/runtime/wire.py``).
 
 Every message kind survives ``decode(encode(m))`` (hand-written edge cases and generated
 messages), and ``decode`` turns every malformed input into a :class:`WireError` that names the
@@ -27,10 +27,10 @@ from faidecs.grammar import compile_program
 from faidecs.grammar.model import ArithOp, Attribute, AttrOf, Const, EventType, Kind, Negate, Predicate, Slot, Value
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import INT64_MAX, INT64_MIN, Event, EventValidator
-from faidecs.overlay import wire as wire_module
-from faidecs.overlay.filters import ACCEPT_ALL, Alternative, Filter
-from faidecs.overlay.generate import random_deployment
-from faidecs.overlay.messages import (
+from faidecs.overlay.runtime import wire as wire_module
+from faidecs.merging.filters import ACCEPT_ALL, Alternative, Filter
+from faidecs.overlay.sim.generate import random_deployment
+from faidecs.overlay.core.messages import (
     Ack,
     Commit,
     Connect,
@@ -55,9 +55,9 @@ from faidecs.overlay.messages import (
     Send,
     Up,
 )
-from faidecs.overlay.scenario import SimConfig
-from faidecs.overlay.simulator import Simulation, simulate
-from faidecs.overlay.wire import CODES, MAX_DEPTH, VERSION, WireError, decode, encode
+from faidecs.overlay.sim.scenario import SimConfig
+from faidecs.overlay.sim.simulator import Simulation, simulate
+from faidecs.overlay.runtime.wire import CODES, MAX_DEPTH, VERSION, WireError, decode, encode
 from faidecs.span import Span
 
 PROGRAM = compile_program(

@@ -1,4 +1,4 @@
-"""Run logs (format ``faidecs.runlog/1``): writing, reading, every reader error with its line, the
+"""Run logs (format ``faidecs.runs.runlog/1``): writing, reading, every reader error with its line, the
 recorder, and ``faidecs run --log`` followed by ``faidecs verify``."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from faidecs.cli.main import main
-from faidecs.processes import run_processes
+from faidecs.runs.processes import run_processes
 from faidecs.properties import CHECKS
-from faidecs.runlog import FORMAT, Delivered, Published, RunLog, RunLogError, RunRecorder
+from faidecs.runs.runlog import FORMAT, Delivered, Published, RunLog, RunLogError, RunRecorder
 
 TYPES = "type T1(a: int)\ntype T2(name: str)\n"
 HEADER = json.dumps({"record": "header", "format": FORMAT, "types": TYPES})
@@ -75,7 +75,7 @@ def test_dumps_record_order_and_shape() -> None:
         "final",
         "final",
     ]
-    assert records[0] == {"record": "header", "format": "faidecs.runlog/1", "types": TYPES}
+    assert records[0] == {"record": "header", "format": "faidecs.runs.runlog/1", "types": TYPES}
     assert [r["time"] for r in records if "time" in r] == [1, 2, 3, 4, 5, 6, 7]
     assert records[5] == {"record": "deliver", "time": 3, "process": "p", "conjunction": 0, "relation": ["x1", "y1"]}
     assert records[-1] == {"record": "final", "process": "q", "queues": [{"T2": []}, {"T1": []}]}
@@ -150,12 +150,12 @@ def deliver_line(time: int, process: str = "p", relation: Any = ("x",), conjunct
         ),
         pytest.param(
             [PROCESS, HEADER],
-            "<run log>:1: a run log starts with a header of format 'faidecs.runlog/1'",
+            "<run log>:1: a run log starts with a header of format 'faidecs.runs.runlog/1'",
             id="no-header",
         ),
         pytest.param(
             [HEADER.replace("runlog/1", "runlog/2"), PROCESS],
-            "<run log>:1: a run log starts with a header of format 'faidecs.runlog/1'",
+            "<run log>:1: a run log starts with a header of format 'faidecs.runs.runlog/1'",
             id="wrong-format",
         ),
         pytest.param(

@@ -25,7 +25,7 @@ from functools import partial
 from faidecs.ordering.latch.receiver import LatchConfig, LatchReceiver, LatchStats
 from faidecs.ordering.latch.stamp import Stamp, Stamper
 from faidecs.ordering.network import Network
-from faidecs.runlog import RunLog, RunRecorder
+from faidecs.runs.runlog import RunLog, RunRecorder
 
 
 @dataclass(frozen=True, slots=True)

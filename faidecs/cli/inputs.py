@@ -1,0 +1,22 @@
+"""What every command reads from the command line: files given by name, and its errors."""
+
+from __future__ import annotations
+
+import sys
+
+
+class CliError(Exception):
+    """A problem with the command line itself (unreadable file, bad combination of options)."""
+
+
+def read_text(path: str) -> str:
+    """The text of ``path`` (``-``: standard input), or a CliError that says why not."""
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None

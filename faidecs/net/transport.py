@@ -1,0 +1,259 @@
+"""Messages between OS processes: ZeroMQ over TCP, encrypted and authenticated
+with CurveZMQ (docs/deploy.md).
+
+Each process binds one ROUTER socket (its inbox) and opens one DEALER socket per peer it sends to.
+A link is FIFO while both ends live, as the protocol core assumes (the simulator's links are);
+messages queued for a peer that went down are dropped when the coordination service says so
+(:meth:`Transport.forget`), as a crash would drop them, and the core resends from its log after the
+peer reconnects (``Connect(after)``). Nothing else is resent or deduplicated here: the core's
+positions make every stream idempotent.
+
+Security: with :class:`~faidecs.net.certificates.Keys`, the inbox accepts only connections
+whose client key is one of the deployment's public keys (a ZAP handler, before any message), and
+every received message is attributed to the process that key belongs to. A message that claims
+to come from another process (a Publish with another publisher, an Ack for another process...)
+is rejected, as are malformed bytes and messages only the coordination service may send. A
+rejected message is logged and counted, never raised: one bad peer cannot stop a merger.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any, Iterable, Mapping, Protocol
+
+import zmq
+from zmq.auth.thread import ThreadAuthenticator
+
+from faidecs.net.certificates import Keys
+
+LOG = logging.getLogger("faidecs.net.transport")
+#: Larger messages are refused by ZeroMQ before they are read (a join's snapshots are the largest).
+MAX_MESSAGE = 256 << 20
+#: Messages read per poll before the caller gets to run its timers.
+MAX_BATCH = 4096
+#: First byte of a frame that holds several messages (msgpack never starts an object with 0xc1),
+#: each then as a 4-byte big-endian length and its encoding. One frame per destination and loop
+#: pass saves ZeroMQ's and CurveZMQ's cost per frame, which is most of a small message's cost.
+MANY = b"\xc1"
+
+
+class _Authenticator(ThreadAuthenticator):
+    """Admits the deployment's keys only, and names a connection by its key's process."""
+
+    def __init__(self, context: zmq.Context[Any], peers: Mapping[bytes, str]):
+        super().__init__(context)
+        self.peers = dict(peers)
+
+    def curve_user_id(self, client_public_key: bytes) -> str:
+        from zmq.utils import z85
+
+        return self.peers.get(z85.encode(client_public_key), "")
+
+
+class _Known:
+    """ZAP callback: is this client key one of the deployment's?"""
+
+    def __init__(self, peers: Mapping[bytes, str]):
+        self.peers = peers
+
+    def callback(self, domain: str, key: bytes) -> bool:
+        return key in self.peers
+
+
+class Codec(Protocol):
+    """How a transport turns messages into bytes and back, and which decoded messages it refuses.
+
+    ``decode`` is the gate for a peer's bytes: it raises ``error`` for anything malformed;
+    ``refuse`` says why the authenticated ``sender`` may not send ``msg``, as (kind, reason)."""
+
+    @property
+    def error(self) -> type[Exception]: ...
+
+    def encode(self, msg: Any) -> bytes: ...
+
+    def decode(self, data: bytes) -> Any: ...
+
+    def refuse(self, sender: str, msg: Any) -> tuple[str, str] | None: ...
+
+
+class Transport:
+    """One process's links: ``send`` to a peer by name, ``receive`` what arrived."""
+
+    def __init__(
+        self,
+        process: str,
+        bind: str,
+        addresses: Mapping[str, str],
+        keys: Keys | None,
+        *,
+        context: zmq.Context[Any] | None = None,
+        codec: Codec,
+    ):
+        self.process = process
+        self.codec = codec
+        self.addresses = dict(addresses)
+        self.keys = keys
+        self.own_context = context is None
+        self.context: zmq.Context[Any] = context or zmq.Context()
+        self.rejected: Counter[str] = Counter()
+        self.sent = 0
+        self.received = 0
+        self.auth: _Authenticator | None = None
+        self.inbox = self.context.socket(zmq.ROUTER)
+        self.inbox.setsockopt(zmq.LINGER, 0)
+        self.inbox.setsockopt(zmq.RCVHWM, 0)
+        self.inbox.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+        if keys is None:
+            # Without keys a peer is named by its routing id. A peer that forgot us (we were
+            # thought down) connects again under the same id while our side may still hold its
+            # old connection: the new one must take over, or all it sends is dropped for good.
+            # With keys, routing ids are ZeroMQ's own, one per connection (a peer is named by its
+            # key), so no member can take over another's link by claiming its name.
+            self.inbox.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        if keys is not None:
+            self.auth = _Authenticator(self.context, keys.peers)
+            self.auth.start()
+            self.auth.configure_curve_callback("*", credentials_provider=_Known(keys.peers))
+            self.inbox.curve_secretkey = keys.secret
+            self.inbox.curve_publickey = keys.public
+            self.inbox.curve_server = True
+        self.inbox.bind(bind)
+        self.outs: dict[str, zmq.Socket[Any]] = {}
+
+    @property
+    def endpoint(self) -> str:
+        """The bound address (with the port the system chose for ``tcp://host:*``)."""
+        return str(self.inbox.getsockopt_string(zmq.LAST_ENDPOINT))
+
+    def send(self, dst: str, msg: Any) -> None:  # a message of the codec's
+        sock = self.outs.get(dst)
+        if sock is None:
+            sock = self.outs[dst] = self._connect(dst)
+        # No high-water mark on the link: a slow peer's queue grows rather than messages being
+        # dropped, which the protocol would not notice; a peer that is down is forgotten instead.
+        self._put(sock, dst, self.codec.encode(msg), 1)
+
+    def send_many(self, dst: str, msgs: list[Any]) -> None:
+        """Send messages to one peer in one frame, in order."""
+        if not msgs:
+            return
+        if len(msgs) == 1:
+            self.send(dst, msgs[0])
+            return
+        sock = self.outs.get(dst)
+        if sock is None:
+            sock = self.outs[dst] = self._connect(dst)
+        parts = [MANY]
+        for msg in msgs:
+            data = self.codec.encode(msg)
+            parts += (len(data).to_bytes(4, "big"), data)
+        self._put(sock, dst, b"".join(parts), len(msgs))
+
+    def _put(self, sock: zmq.Socket[Any], dst: str, data: bytes, count: int) -> None:
+        try:
+            sock.send(data, zmq.NOBLOCK)
+        except zmq.Again:
+            # The link refused it (e.g. the peer runs without keys while we use them): the message
+            # is lost as if the peer were down; counted and logged, and the link starts anew.
+            self.rejected["unsendable"] += count
+            LOG.warning("%s could not send %d message(s) to %s", self.process, count, dst)
+            self.forget(dst)
+            return
+        self.sent += count
+
+    def _connect(self, dst: str) -> zmq.Socket[Any]:
+        address = self.addresses.get(dst)
+        if address is None:
+            raise ValueError(f"{self.process} has no address for process {dst}")
+        sock: zmq.Socket[Any] = self.context.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.SNDHWM, 0)
+        sock.setsockopt(zmq.RECONNECT_IVL, 50)
+        sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        if self.keys is None:
+            sock.setsockopt(zmq.ROUTING_ID, self.process.encode())
+        else:
+            sock.curve_secretkey = self.keys.secret
+            sock.curve_publickey = self.keys.public
+            sock.curve_serverkey = self.keys.public_key_of(dst)
+        sock.connect(address)
+        return sock
+
+    def forget(self, peer: str) -> None:
+        """Drop the link to a peer that went down, with whatever was queued for it."""
+        sock = self.outs.pop(peer, None)
+        if sock is not None:
+            sock.close(linger=0)
+
+    def receive(self, timeout_ms: int) -> list[tuple[str, Any]]:
+        """Messages that arrived within ``timeout_ms`` (at most :data:`MAX_BATCH`), each with the
+        process it comes from; rejected ones are logged and counted in :attr:`rejected`."""
+        out: list[tuple[str, Any]] = []
+        if not self.inbox.poll(timeout_ms):
+            return out
+        while len(out) < MAX_BATCH:
+            try:
+                frames = self.inbox.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                break
+            out += self._accept(frames)
+        return out
+
+    def _accept(self, frames: list[Any]) -> list[tuple[str, Any]]:
+        if len(frames) != 2:
+            self._reject("frames", f"{len(frames)} frames, expected 2")
+            return []
+        payload = frames[1]
+        if self.keys is not None:
+            sender = payload.get("User-Id")  # set by the authenticator from the client's key
+        else:
+            sender = bytes(frames[0].buffer).decode("utf-8", "replace")
+            if sender not in self.addresses:
+                self._reject("unknown", f"from an unknown process {sender!r}")
+                return []
+        data = bytes(payload.buffer)
+        if not data.startswith(MANY):
+            got = self._message(sender, data)
+            return [got] if got is not None else []
+        out = []
+        at = 1
+        while at < len(data):
+            size = int.from_bytes(data[at : at + 4], "big")
+            if at + 4 + size > len(data) or size == 0:
+                self._reject("malformed", f"from {sender}: a frame of several messages is cut short at byte {at}")
+                break  # what came before was whole; what follows cannot be framed
+            got = self._message(sender, data[at + 4 : at + 4 + size])
+            if got is not None:
+                out.append(got)
+            at += 4 + size
+        return out
+
+    def _message(self, sender: str, data: bytes) -> tuple[str, Any] | None:
+        try:
+            msg = self.codec.decode(data)
+        except self.codec.error as exc:
+            return self._reject("malformed", f"from {sender}: {exc}")
+        refused = self.codec.refuse(sender, msg)
+        if refused is not None:
+            return self._reject(*refused)
+        self.received += 1
+        return sender, msg
+
+    def _reject(self, kind: str, why: str) -> tuple[str, Any] | None:
+        self.rejected[kind] += 1
+        LOG.warning("%s rejected a message: %s", self.process, why)
+        return None
+
+    def close(self) -> None:
+        for sock in self.outs.values():
+            sock.close(linger=0)
+        self.outs.clear()
+        self.inbox.close(linger=0)
+        if self.auth is not None:
+            self.auth.stop()
+        if self.own_context:  # a caller's context is the caller's to end
+            self.context.term()
+
+
+__all__ = ["MAX_MESSAGE", "Codec", "Transport"]

@@ -1,0 +1,30 @@
+"""Consumer keys: whom a merger's filter marks are for.
+
+Consumers with the same key need the same events, so they share filter marks: every replica of a
+child merger (key of the child's role), and every subscriber stream with the same conjunctions
+and options (key of their texts). A subscriber that joins from an identical peer therefore reads
+the merger's stream with the peer's filter from the peer's position on, without a new mark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable
+
+from faidecs.merging.roles import Role, role_name
+
+
+def merger_key(role: Role) -> str:
+    return "merger:" + role_name(role)
+
+
+def subscriber_key(conjunction_texts: Iterable[str], options: str) -> str:
+    text = options + "\n" + "\n".join(sorted(conjunction_texts))
+    return "sub:" + hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
+
+
+def is_subscriber(key: str) -> bool:
+    return key.startswith("sub:")
+
+
+__all__ = ["is_subscriber", "merger_key", "subscriber_key"]

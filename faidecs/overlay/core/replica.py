@@ -1,0 +1,730 @@
+"""One replica of one merger role: the protocol core, with no I/O inside.
+
+The replica is a state machine. :meth:`handle` takes one message and the current time and returns
+the messages to send; :meth:`tick` does the same for the passage of time (heartbeats, retries).
+The simulator and the real runtime drive it identically.
+
+Protocol (docs/overlay.md has the pictures):
+
+- Every replica receives the role's inputs itself: publications for a root merger ``[T]`` (each
+  publisher sends to every replica), or the committed streams of the left and right parents for a
+  conjunction merger (each replica reads one replica of each parent, and fails over to another).
+- The leader, named with its epoch by the coordination service, decides the merge order: it
+  appends each input, in the order it receives them, as a :class:`Decision` and sends only the
+  decision, stamped (role, epoch, position), to its peers. A decision is committed once a majority
+  of the replicas hold it. Only committed positions go downstream, so no consumer ever sees an
+  order that a later leader could change.
+- A new leader queries its peers; with a majority of answers it adopts the log of the answer with
+  the highest log epoch, then the longest (the rule of Viewstamped Replication), which contains
+  every committed decision, and sends it to its peers. Decisions of an older epoch are rejected.
+- Consumers register a filter (the unary predicates they need); the registration is itself a
+  decision (a *mark*), so every replica filters each consumer's stream from the same positions.
+  A conjunction merger widens what its parents send it first, and logs the consumer's mark only
+  after its parents' marks for it (*upmarks*) are in its own log.
+- A subscriber may instead join at a *marker* (LoCaPS, docs/overlay.md, "Marker joins"): any replica
+  whose committed stream covers the subscriber's filter at its commit index ``c`` (a root always
+  does; a conjunction merger when its committed upmarks cover the filter on both sides) serves it
+  from ``c`` on with the subscriber's own filter on that link. Nothing is decided: the marker is
+  a position of the committed stream, the same at every replica.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Callable
+
+from faidecs.matching.events import Event
+from faidecs.merging.filters import Filter, union_all
+from faidecs.overlay.core.keys import is_subscriber, merger_key
+from faidecs.overlay.core.messages import (
+    Ack,
+    Commit,
+    Connect,
+    Decide,
+    Decision,
+    Disconnect,
+    Down,
+    EntryKind,
+    EpochQuery,
+    EpochState,
+    Fetch,
+    Forward,
+    Holds,
+    LeaderChange,
+    MarkerReply,
+    MarkerRequest,
+    Message,
+    NewLog,
+    Publish,
+    Register,
+    Send,
+    Up,
+)
+from faidecs.merging.roles import Role, is_root, parents, role_name
+
+Placement = Callable[[Role], tuple[str, ...]]
+CommitHook = Callable[[Role, Decision, "Event | None"], None]
+ItemKey = tuple[str, int]
+
+
+class ProtocolError(RuntimeError):
+    """A replica reached a state the protocol rules out: a bug, never bad input."""
+
+
+@dataclass(slots=True)
+class _Link:
+    consumer: str
+    process: str
+    sent: int  # last position examined for this link
+    sent_at: int = 0  # when it last got something: a filtered-out stretch still shows time passing
+    filter: Filter | None = None  # a link started at a marker: its own filter, not the key's marks
+    marker: int | None = None  # where that stream started
+
+
+class MergerReplica:
+    def __init__(
+        self,
+        role: Role,
+        me: str,
+        placement: Placement,
+        *,
+        heartbeat_every: int = 50,
+        retry_every: int = 200,
+        retain: int = 2000,
+        ack_every: int = 50,
+        on_commit: CommitHook | None = None,
+        amnesic: bool = False,
+        lossy_inputs: bool = False,
+        fifo_inputs: bool = False,
+    ):
+        """``amnesic``: this replica ran before and lost its log (a restarted process). Until a
+        leader gives it the role's log it has no say in a recovery: its empty log would let a new
+        leader drop committed decisions.
+
+        ``lossy_inputs`` (a root merger whose publishers send over an unordered, lossy path,
+        docs/ordering-latch-stage.md): a publication decided by the leader may never reach this
+        replica, so it asks its peers for the payload of each committed position it lacks
+        (:class:`Fetch`, once per ``retry_every``) instead of waiting for it for ever.
+        ``fifo_inputs``: the leader never decides a publisher's event below one of that
+        publisher's it already decided (a late input, counted in ``late_inputs`` and never
+        ordered), so the decided events of each publisher stay in seq order across leader changes
+        too. Both are off on the overlay's own reliable FIFO links, where they change nothing."""
+        self.role = role
+        self.amnesic = amnesic
+        self.lossy_inputs = lossy_inputs
+        self.fifo_inputs = fifo_inputs
+        self.highest: dict[str, int] = {}  # fifo_inputs: publisher -> highest decided seq
+        self.late_inputs = 0
+        self.fetched_at = -retry_every
+        self.fetch_from = 0  # positions before it have their payloads (lossy_inputs)
+        self.fetches = 0
+        self.me = me
+        self.placement = placement
+        self.replicas = placement(role)
+        if me not in self.replicas:
+            raise ValueError(f"{me} is not a replica of {role_name(role)}")
+        self.majority = len(self.replicas) // 2 + 1
+        self.key = merger_key(role)
+        self.heartbeat_every = heartbeat_every
+        self.retry_every = retry_every
+        self.retain = retain
+        self.ack_every = ack_every
+        self.last_ack = 0
+        self.on_commit = on_commit
+        # replication state
+        self.epoch = 0
+        self.leader: str | None = None
+        self.log_epoch = 0
+        self.status = "waiting"  # waiting (for a leader's log) | recovering (new leader) | normal
+        self.decisions: list[Decision] = []
+        self.commit = -1
+        self.committed_at: list[int] = []  # when each position became committed here
+        self.holds: dict[str, int] = {}
+        self.commit_sent = -1
+        self.recovery: dict[str, EpochState] = {}
+        # inputs
+        self.items: dict[ItemKey, Event | Filter | None] = {}  # None: dropped after every ack
+        self.arrivals: list[ItemKey] = []
+        self.next_arrival = 0
+        self.decided: set[ItemKey] = set()
+        self.last_ts = 0
+        self.last_decided_at = 0
+        # consumers
+        self.links: dict[tuple[str, str], _Link] = {}
+        self.acks: dict[tuple[str, str], int] = {}
+        self.marks: dict[str, list[tuple[int, Filter, str]]] = {}
+        self.reported = -1
+        self.trimmed = -1
+        self.down: set[str] = set()
+        # upstream (conjunction mergers)
+        self.sides: dict[str, Role] = {}
+        self.reading: dict[str, str | None] = {}
+        self.received: dict[str, int] = {}
+        if not is_root(role):
+            left, right = parents(role)
+            self.sides = {"L": left, "R": right}
+            self.reading = {"L": None, "R": None}
+            self.received = {"L": -1, "R": -1}
+        self.acked = dict(self.received)
+        self.pending: dict[tuple[str, str], Filter] = {}
+        self.asked: dict[str, tuple[Filter, int]] = {}
+        # what went wrong, for reports and tests
+        self.stale_rejected = 0
+        self.refused_connects = 0
+        self.resent_at: dict[str, int] = {}  # follower -> when the leader last resent it a gap
+
+    # --- driving -------------------------------------------------------------------------------
+
+    def start(self, now: int) -> list[Send]:
+        out: list[Send] = []
+        for side in self.sides:
+            out += self._read_from(side, now)
+        return out
+
+    def handle(self, sender: str, msg: Message, now: int) -> list[Send]:
+        if isinstance(msg, Publish):
+            return self._item(msg.publisher, msg.seq, msg.event, now)
+        if isinstance(msg, Forward):
+            return self._upstream(msg, now)
+        if isinstance(msg, Decide):
+            return self._on_decide(sender, msg, now)
+        if isinstance(msg, Holds):
+            return self._on_holds(msg, now)
+        if isinstance(msg, Commit):
+            if msg.epoch == self.epoch and self.status == "normal":
+                return self._set_commit(min(msg.commit, len(self.decisions) - 1), now)
+            return []
+        if isinstance(msg, LeaderChange):
+            return self._on_leader_change(msg, now)
+        if isinstance(msg, EpochQuery):
+            return self._on_epoch_query(msg)
+        if isinstance(msg, EpochState):
+            return self._on_epoch_state(msg, now)
+        if isinstance(msg, NewLog):
+            return self._on_new_log(sender, msg, now)
+        if isinstance(msg, Register):
+            return self._on_register(msg, now)
+        if isinstance(msg, Connect):
+            if msg.after < self.trimmed:
+                # Positions after ``after`` were dropped here: serving the link would fail. The
+                # consumer reads another replica (or, restarted, adopts a log first).
+                self.refused_connects += 1
+                return []
+            self.links[(msg.consumer, msg.process)] = _Link(msg.consumer, msg.process, msg.after)
+            self.acks[(msg.consumer, msg.process)] = max(self.acks.get((msg.consumer, msg.process), -1), msg.after)
+            return self._forward(now)
+        if isinstance(msg, MarkerRequest):
+            return self._on_marker_request(msg, now)
+        if isinstance(msg, Fetch):
+            return self._on_fetch(msg)
+        if isinstance(msg, Disconnect):
+            # Sent to every replica: a consumer that left must not hold back dropping payloads.
+            self.links.pop((msg.consumer, msg.process), None)
+            self.acks.pop((msg.consumer, msg.process), None)
+            self._trim(now)
+            return []
+        if isinstance(msg, Ack):
+            k = (msg.consumer, msg.process)
+            self.acks[k] = max(self.acks.get(k, -1), msg.position)
+            self._trim(now)
+            return []
+        if isinstance(msg, Down):
+            return self._on_down(msg.process, now)
+        if isinstance(msg, Up):
+            self.down.discard(msg.process)
+            if self.is_leading() and msg.process in self.replicas and msg.process != self.me:
+                # It may have restarted with nothing, or missed decisions while thought down.
+                return [(msg.process, NewLog(self.role, self.epoch, tuple(self.decisions), self.commit))]
+            if msg.process == self.me:  # our session had expired: upstream dropped our links
+                return [m for side in self.sides for m in self._read_from(side, now)]
+            # A parent whose replicas were all down is read again as soon as one is back.
+            return [m for side, r in self.reading.items() if r is None for m in self._read_from(side, now)]
+        raise ProtocolError(f"{role_name(self.role)} at {self.me}: unexpected {type(msg).__name__}")
+
+    def tick(self, now: int) -> list[Send]:
+        out: list[Send] = []
+        ack = now - self.last_ack >= self.ack_every
+        if ack:
+            self.last_ack = now
+        for side, parent in self.sides.items():
+            if self.reading[side] is None:
+                out += self._read_from(side, now)
+            if ack and self.received[side] > self.acked[side]:
+                self.acked[side] = self.received[side]
+                out += [(p, Ack(parent, self.key, self.me, self.received[side])) for p in self.placement(parent)]
+        if self.is_leading() and self.commit > self.commit_sent:
+            self.commit_sent = self.commit
+            out += [(p, Commit(self.role, self.epoch, self.commit)) for p in self.replicas if p != self.me]
+        if self.is_leading():
+            serves_subscribers = any(is_subscriber(c) for c in self.marks)
+            if serves_subscribers and now - self.last_decided_at >= self.heartbeat_every:
+                out += self._decide("heartbeat", now)
+            out += self._drive_pending(now)
+        if self.lossy_inputs and now - self.fetched_at >= self.retry_every:
+            out += self._fetch_missing(now)
+        return out
+
+    def is_leading(self) -> bool:
+        return self.leader == self.me and self.status == "normal"
+
+    # --- inputs ----------------------------------------------------------------------------
+
+    def _upstream(self, msg: Forward, now: int) -> list[Send]:
+        side = "L" if msg.role == self.sides.get("L") else "R" if msg.role == self.sides.get("R") else None
+        if side is None:
+            raise ProtocolError(f"{role_name(self.role)} at {self.me}: stream of {role_name(msg.role)} is no input")
+        if msg.position <= self.received[side]:
+            return []  # a copy from the replica we read before failing over
+        self.received[side] = msg.position
+        out: list[Send] = []
+        if msg.kind == "event" and msg.event is not None:
+            out += self._item(side, msg.position, msg.event, now)
+        elif msg.kind == "mark" and msg.consumer == self.key and msg.filter is not None:
+            out += self._item(side, msg.position, msg.filter, now)
+        return out
+
+    def _item(self, source: str, key: int, payload: Event | Filter, now: int) -> list[Send]:
+        k = (source, key)
+        if k in self.items:
+            return []
+        self.items[k] = payload
+        self.arrivals.append(k)
+        out = self._decide_arrivals(now) if self.is_leading() else []
+        if self.lossy_inputs and k in self.decided:  # a payload this replica lacked: it now holds more
+            if self.is_leading():
+                self.holds[self.me] = self.held()
+                out += self._advance_commit(now)
+            elif self.status == "normal" and self.leader is not None:
+                out.append((self.leader, Holds(self.role, self.epoch, self.me, self.held())))
+        return out + self._forward(now)
+
+    def _read_from(self, side: str, now: int) -> list[Send]:
+        """(Re)connect to a live replica of the parent on ``side``, from what we have."""
+        parent = self.sides[side]
+        live = [p for p in self.placement(parent) if p not in self.down]
+        if not live:
+            return []
+        target = live[0] if self.reading[side] not in live else self.reading[side]
+        assert target is not None
+        self.reading[side] = target
+        return [(target, Connect(parent, self.key, self.me, self.received[side]))]
+
+    # --- deciding (leader) ----------------------------------------------------------------------
+
+    def _decide(
+        self,
+        kind: EntryKind,
+        now: int,
+        *,
+        source: str = "",
+        key: int = -1,
+        consumer: str = "",
+        request: str = "",
+        filter: Filter | None = None,
+    ) -> list[Send]:
+        ts = max(now, self.last_ts)
+        d = Decision(len(self.decisions), self.epoch, ts, kind, source, key, consumer, request, filter)
+        self._append(d)
+        self.last_decided_at = now
+        self.holds[self.me] = self.held()
+        out: list[Send] = [(p, Decide(self.role, self.epoch, d, self.commit)) for p in self.replicas if p != self.me]
+        return out + self._advance_commit(now)
+
+    def _decide_arrivals(self, now: int) -> list[Send]:
+        out: list[Send] = []
+        upmarked = False
+        while self.next_arrival < len(self.arrivals):
+            k = self.arrivals[self.next_arrival]
+            self.next_arrival += 1
+            if k in self.decided:
+                continue
+            payload = self.items[k]
+            if isinstance(payload, Filter):
+                out += self._decide("upmark", now, source=k[0], key=k[1], filter=payload)
+                upmarked = True
+            elif self.fifo_inputs and k[1] <= self.highest.get(k[0], -1):
+                self.late_inputs += 1  # a later one of its publisher is decided: never ordered
+            else:
+                out += self._decide("event", now, source=k[0], key=k[1])
+        if upmarked:
+            out += self._drive_pending(now)
+        return out
+
+    def _append(self, d: Decision) -> None:
+        if d.position != len(self.decisions):
+            raise ProtocolError(
+                f"{role_name(self.role)} at {self.me}: decision {d.position} after {len(self.decisions)}"
+            )
+        self.decisions.append(d)
+        self.last_ts = max(self.last_ts, d.ts)
+        if d.kind in ("event", "upmark"):
+            self.decided.add((d.source, d.key))
+        if d.kind == "event" and self.fifo_inputs:
+            self.highest[d.source] = max(self.highest.get(d.source, -1), d.key)
+        if d.kind == "mark" and d.filter is not None:
+            self.marks.setdefault(d.consumer, []).append((d.position, d.filter, d.request))
+
+    def _rebuild(self, decisions: list[Decision]) -> None:
+        self.decisions, self.decided, self.marks = [], set(), {}
+        self.highest, self.fetch_from = {}, 0
+        self.last_ts = 0
+        for d in decisions:
+            self._append(d)
+        self.next_arrival = 0
+
+    # --- registration and filters -------------------------------------------------------------
+
+    def _on_register(self, msg: Register, now: int) -> list[Send]:
+        if not self.is_leading():
+            return []  # every replica gets it; the leader acts, the consumer retries on a leader change
+        marks = self.marks.get(msg.consumer, [])
+        if is_subscriber(msg.consumer):
+            if any(r == msg.request for _, _, r in marks):
+                return []
+        elif marks and marks[-1][1].covers(msg.filter):
+            return []
+        if is_root(self.role):
+            return self._decide("mark", now, consumer=msg.consumer, request=msg.request, filter=msg.filter)
+        self.pending[(msg.consumer, msg.request)] = msg.filter
+        return self._drive_pending(now)
+
+    def _upfilter(self, side: str) -> Filter:
+        for d in reversed(self.decisions):
+            if d.kind == "upmark" and d.source == side and d.filter is not None:
+                return d.filter
+        return Filter.nothing()
+
+    def _drive_pending(self, now: int) -> list[Send]:
+        if not self.pending or not self.is_leading():
+            return []
+        out: list[Send] = []
+        current = [m[-1][1] for m in self.marks.values() if m]
+        need = union_all(current + list(self.pending.values()))
+        have = {side: self._upfilter(side) for side in self.sides}
+        for side, parent in self.sides.items():
+            want = need.restrict(parent)
+            if have[side].covers(want):
+                continue
+            asked = self.asked.get(side)
+            if asked is None or not asked[0].covers(want) or now - asked[1] >= self.retry_every:
+                self.asked[side] = (want, now)
+                out += [(p, Register(parent, self.key, self.key, want)) for p in self.placement(parent)]
+        for (consumer, request), f in list(self.pending.items()):
+            if all(have[s].covers(f.restrict(parent)) for s, parent in self.sides.items()):
+                del self.pending[(consumer, request)]
+                out += self._decide("mark", now, consumer=consumer, request=request, filter=f)
+        return out
+
+    # --- joins at a marker (LoCaPS) ---------------------------------------------------------------
+
+    def covers_at(self, f: Filter, position: int) -> bool:
+        """Whether the committed stream after ``position`` holds every event ``f`` passes (as far
+        as the roots order it): a root's always does; a conjunction merger's does when the last
+        upmark of each side at or before ``position`` covers ``f`` restricted to that parent's
+        types. Filters only widen, so this stays true for every later position."""
+        if is_root(self.role):
+            return set(f.alternatives) <= set(self.role)
+        return all(self._upfilter_at(side, position).covers(f.restrict(parent)) for side, parent in self.sides.items())
+
+    def _upfilter_at(self, side: str, position: int) -> Filter:
+        for d in reversed(self.decisions[: position + 1]):
+            if d.kind == "upmark" and d.source == side and d.filter is not None:
+                return d.filter
+        return Filter.nothing()
+
+    def _serves_subscribers_at(self, position: int) -> bool:
+        return any(is_subscriber(c) and any(p <= position for p, _, _ in m) for c, m in self.marks.items())
+
+    def marker_for(self, f: Filter, heartbeats: bool) -> int | None:
+        """The marker this replica would place for a subscriber stream with filter ``f``: its
+        commit index, or None when its committed stream does not cover ``f`` there (or, with
+        ``heartbeats``, no subscriber's mark is committed yet, so the leader logs no heartbeats)."""
+        if self.amnesic:
+            return None  # its log is not the role's yet
+        c = self.commit
+        if not self.covers_at(f, c):
+            return None
+        if heartbeats and not self._serves_subscribers_at(c):
+            return None
+        return c
+
+    def _on_marker_request(self, msg: MarkerRequest, now: int) -> list[Send]:
+        k = (msg.consumer, msg.process)
+        out: list[Send] = []
+        if msg.after is not None:
+            after = msg.after  # failover of a stream that started at a marker: coverage holds on
+            if after < self.trimmed:
+                self.refused_connects += 1
+                return []
+            marker = None
+        else:
+            link = self.links.get(k)
+            if link is not None and link.marker is not None:
+                # A repeated request (our reply may still be on its way): the same marker, same link.
+                return [(msg.process, MarkerReply(self.role, msg.consumer, link.marker, self._ts_at(link.marker), True))]
+            found = self.marker_for(msg.filter, msg.heartbeats)
+            if found is None:
+                out.append((msg.process, MarkerReply(self.role, msg.consumer, -1, 0, False)))
+                if self.is_leading():  # start the climb now: the subscriber registers too
+                    out += self._on_register(Register(self.role, msg.consumer, msg.process, msg.filter), now)
+                return out
+            after = marker = found
+            out.append((msg.process, MarkerReply(self.role, msg.consumer, found, self._ts_at(found), True)))
+        self.links[k] = _Link(msg.consumer, msg.process, after, filter=msg.filter, marker=marker)
+        self.acks[k] = max(self.acks.get(k, -1), after)
+        return out + self._forward(now)
+
+    def _ts_at(self, position: int) -> int:
+        return self.decisions[position].ts if position >= 0 else 0
+
+    def filter_at(self, consumer: str, position: int) -> Filter | None:
+        """The filter of ``consumer`` at ``position``; None before its first mark."""
+        marks = self.marks.get(consumer)
+        if not marks:
+            return None
+        k = bisect_right([m[0] for m in marks], position)
+        return marks[k - 1][1] if k else None
+
+    # --- replication ----------------------------------------------------------------------------
+
+    def _on_decide(self, sender: str, msg: Decide, now: int) -> list[Send]:
+        if msg.epoch < self.epoch:
+            self.stale_rejected += 1
+            return []
+        if msg.epoch > self.epoch or self.status != "normal" or sender != self.leader:
+            return []  # cannot happen on FIFO links: a new leader's log precedes its decisions
+        d = msg.decision
+        if d.position < len(self.decisions):
+            return []
+        if d.position > len(self.decisions):
+            # Decisions were lost on the way (the link was dropped while this process was thought
+            # down): say what we hold; the leader resends from there.
+            return [(sender, Holds(self.role, self.epoch, self.me, self.held()))]
+        self._append(d)
+        out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, self.held()))]
+        return out + self._set_commit(min(msg.commit, len(self.decisions) - 1), now)
+
+    def _on_holds(self, msg: Holds, now: int) -> list[Send]:
+        if msg.epoch != self.epoch or not self.is_leading():
+            return []
+        before = self.holds.get(msg.replica, 0)
+        self.holds[msg.replica] = max(before, msg.length)
+        out: list[Send] = []
+        # Every Decide a follower appends raises its length: one that does not is a follower that
+        # missed decisions. Resend what it lacks, at most once per retry interval.
+        if msg.length <= before and msg.length < len(self.decisions):
+            if now - self.resent_at.get(msg.replica, -self.retry_every) >= self.retry_every:
+                self.resent_at[msg.replica] = now
+                out += [
+                    (msg.replica, Decide(self.role, self.epoch, d, self.commit))
+                    for d in self.decisions[msg.length :]
+                ]
+        return out + self._advance_commit(now)
+
+    def _advance_commit(self, now: int) -> list[Send]:
+        lengths = sorted((self.holds.get(r, 0) for r in self.replicas), reverse=True)
+        new = lengths[self.majority - 1] - 1
+        if new <= self.commit:
+            return []
+        # Followers learn the commit index from the next decision, or from the next tick's Commit:
+        # one message per tick, not one per position.
+        return self._set_commit(new, now)
+
+    def _set_commit(self, commit: int, now: int) -> list[Send]:
+        if commit <= self.commit:
+            return []
+        self.commit = commit
+        while len(self.committed_at) <= commit:
+            self.committed_at.append(now)
+        return self._forward(now)
+
+    def _on_leader_change(self, msg: LeaderChange, now: int) -> list[Send]:
+        if msg.role != self.role or msg.epoch <= self.epoch:
+            return []
+        self.epoch, self.leader, self.holds = msg.epoch, msg.leader, {}
+        self.pending.clear()
+        self.asked.clear()
+        if msg.leader != self.me:
+            self.status = "waiting"
+            return []
+        self.status = "recovering"
+        self.recovery = {} if self.amnesic else {self.me: self._state()}
+        out: list[Send] = [(p, EpochQuery(self.role, self.epoch, self.me)) for p in self.replicas if p != self.me]
+        return out + self._maybe_recover(now)
+
+    def _state(self) -> EpochState:
+        # With lossy inputs a replica vouches only for the decisions whose payloads it holds, as
+        # its Holds do: a committed one is then in a majority's answers, payload and all.
+        return EpochState(self.role, self.epoch, self.me, self.log_epoch, tuple(self.decisions[: self.held()]), self.commit)
+
+    def _on_epoch_query(self, msg: EpochQuery) -> list[Send]:
+        if msg.epoch < self.epoch:
+            self.stale_rejected += 1
+            return []
+        if self.amnesic:
+            return []  # an empty log after a restart must not count towards a recovery majority
+        if msg.epoch > self.epoch:
+            self.epoch, self.leader, self.holds = msg.epoch, msg.leader, {}
+        self.status = "waiting" if msg.leader != self.me else self.status
+        return [(msg.leader, self._state())]
+
+    def _on_epoch_state(self, msg: EpochState, now: int) -> list[Send]:
+        if msg.epoch != self.epoch or self.status != "recovering":
+            return []
+        self.recovery[msg.replica] = msg
+        return self._maybe_recover(now)
+
+    def _maybe_recover(self, now: int) -> list[Send]:
+        if len(self.recovery) < self.majority:
+            return []
+        best = max(self.recovery.values(), key=lambda s: (s.log_epoch, len(s.decisions)))
+        commit = max(s.commit for s in self.recovery.values())
+        self.recovery = {}
+        self._rebuild(list(best.decisions))
+        self.log_epoch = self.epoch
+        self.status = "normal"
+        self.holds = {self.me: self.held()}
+        log = tuple(self.decisions)
+        out: list[Send] = [(p, NewLog(self.role, self.epoch, log, commit)) for p in self.replicas if p != self.me]
+        out += self._set_commit(min(commit, len(self.decisions) - 1), now)
+        out += self._advance_commit(now)
+        out += self._decide_arrivals(now)
+        return out
+
+    def _on_new_log(self, sender: str, msg: NewLog, now: int) -> list[Send]:
+        if msg.epoch < self.epoch:
+            self.stale_rejected += 1
+            return []
+        committed = self.decisions[: self.commit + 1]
+        if list(msg.decisions[: len(committed)]) != committed:
+            raise ProtocolError(f"{role_name(self.role)} at {self.me}: epoch {msg.epoch} rewrites committed decisions")
+        self.epoch, self.leader, self.log_epoch, self.status = msg.epoch, sender, msg.epoch, "normal"
+        self.amnesic = False
+        self._rebuild(list(msg.decisions))
+        out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, self.held()))]
+        return out + self._set_commit(min(msg.commit, len(self.decisions) - 1), now) + self._forward(now)
+
+    def _on_down(self, process: str, now: int) -> list[Send]:
+        self.down.add(process)
+        for k in [k for k in self.links if k[1] == process]:
+            del self.links[k]
+        for k in [k for k in self.acks if k[1] == process]:
+            del self.acks[k]
+        out: list[Send] = []
+        for side, reading in self.reading.items():
+            if reading == process:
+                self.reading[side] = None
+                out += self._read_from(side, now)
+        return out
+
+    # --- inputs a lossy path lost (lossy_inputs) ----------------------------------------------------
+
+    def held(self) -> int:
+        """How many decisions this replica holds: all of them, or with ``lossy_inputs`` those
+        before the first whose payload never arrived (what Holds and EpochState report, so that
+        a committed publication is held, payload and all, by a majority). O(1) amortised."""
+        if not self.lossy_inputs:
+            return len(self.decisions)
+        while self.fetch_from < len(self.decisions):
+            d = self.decisions[self.fetch_from]
+            if d.kind == "event" and (d.source, d.key) not in self.items:
+                break
+            self.fetch_from += 1
+        return self.fetch_from
+
+    def _fetch_missing(self, now: int, limit: int = 64) -> list[Send]:
+        """Ask the peers for the payloads of decided positions that never arrived here."""
+        start = self.held()
+        missing = [
+            p
+            for p in range(start, len(self.decisions))
+            if self.decisions[p].kind == "event" and (self.decisions[p].source, self.decisions[p].key) not in self.items
+        ][:limit]
+        if not missing:
+            return []
+        self.fetched_at = now
+        self.fetches += len(missing)
+        peers = [r for r in self.replicas if r != self.me and r not in self.down]
+        return [(peer, Fetch(self.role, self.me, p)) for p in missing for peer in peers]
+
+    def _on_fetch(self, msg: Fetch) -> list[Send]:
+        if msg.position >= len(self.decisions):
+            return []
+        d = self.decisions[msg.position]
+        payload = self.items.get((d.source, d.key)) if d.kind == "event" else None
+        if not isinstance(payload, Event):
+            return []  # not here either, or dropped after every acknowledgement
+        return [(msg.replica, Publish(d.source, d.key, payload))]
+
+    # --- downstream -----------------------------------------------------------------------------
+
+    def _forward(self, now: int) -> list[Send]:
+        out: list[Send] = []
+        for link in self.links.values():
+            out += self._forward_link(link, now)
+        if self.on_commit is not None:
+            while self.reported < self.commit:
+                d = self.decisions[self.reported + 1]
+                payload = self.items.get((d.source, d.key)) if d.kind == "event" else None
+                if d.kind == "event" and payload is None:
+                    break
+                self.reported += 1
+                self.on_commit(self.role, d, payload if isinstance(payload, Event) else None)
+        self._trim(now)
+        return out
+
+    def _forward_link(self, link: _Link, now: int) -> list[Send]:
+        out: list[Send] = []
+        while link.sent < self.commit:
+            pos = link.sent + 1
+            d = self.decisions[pos]
+            if d.kind == "event":
+                k = (d.source, d.key)
+                if k not in self.items:
+                    break  # decided before this replica received it: wait for the input
+                f = link.filter if link.filter is not None else self.filter_at(link.consumer, pos)
+                if f is not None:
+                    payload = self.items[k]
+                    if payload is None:
+                        raise ProtocolError(f"{role_name(self.role)} at {self.me}: position {pos} dropped too early")
+                    assert isinstance(payload, Event)
+                    if f.passes(payload):
+                        out.append((link.process, Forward(self.role, pos, d.ts, "event", payload, link.consumer)))
+                    elif is_subscriber(link.consumer) and now - link.sent_at >= self.heartbeat_every:
+                        # Busy with events this subscriber does not want: tell it time has passed,
+                        # or a disjunction would hold its other streams back until the merger idles.
+                        out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))
+                        link.sent_at = now
+            elif d.kind == "mark" and d.consumer == link.consumer and link.filter is None:
+                out.append((link.process, Forward(self.role, pos, d.ts, "mark", None, d.consumer, d.request, d.filter)))
+            elif d.kind == "heartbeat" and is_subscriber(link.consumer):
+                if link.filter is not None or self.filter_at(link.consumer, pos) is not None:
+                    out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))
+            link.sent = pos
+        if out:
+            link.sent_at = now
+        return out
+
+    def _trim(self, now: int) -> None:
+        """Drop inputs every consumer has acknowledged, once committed for ``retain`` time."""
+        if not self.acks:
+            return
+        upto = min(min(self.acks.values()), self.reported if self.on_commit else self.commit)
+        while self.trimmed < upto and now - self.committed_at[self.trimmed + 1] >= self.retain:
+            self.trimmed += 1
+            d = self.decisions[self.trimmed]
+            if d.kind == "event" and (d.source, d.key) in self.items:
+                self.items[(d.source, d.key)] = None
+
+    # --- introspection ---------------------------------------------------------------------------
+
+    def buffered(self) -> int:
+        """Inputs held in memory (not yet dropped)."""
+        return sum(1 for v in self.items.values() if v is not None)
+
+    def committed(self) -> list[Decision]:
+        return self.decisions[: self.commit + 1]
+
+
+__all__ = ["MergerReplica", "Placement", "ProtocolError"]

@@ -1,0 +1,305 @@
+"""A deployment file: which processes run an overlay, where, and with what (docs/deploy.md).
+
+TOML, read with the standard library and checked with pydantic, so that a mistake is reported
+with the field's path::
+
+    name = "stock"
+    program = "stock.fdc"          # event types and subscriptions (relative to this file)
+    replicas = 3                   # replicas per merger role
+    keys = "keys"                  # from `faidecs overlay keys`; omit only with insecure = true
+    zookeeper = "127.0.0.1:2181"   # omit: `faidecs overlay up` starts one on loopback
+
+    [servers]                      # merger hosts; roles are placed on them
+    m1 = "tcp://127.0.0.1:7001"
+
+    [subscribers.s1]
+    address = "tcp://127.0.0.1:7101"
+    subscription = "Pairs"         # a subscription of the program, by name
+
+    [publishers.p1]
+    address = "tcp://127.0.0.1:7201"
+    events = "events.jsonl"        # JSON lines, published in file order
+    rate = 2000                    # events per second (0: as fast as the links take them)
+    # transport = "udp"            # sealed datagrams to the root replicas, latch stage in front
+
+Across hosts the same file is used with the hosts' addresses; each host runs its processes with
+``faidecs overlay node``.
+
+UDP publishers (docs/ordering-latch-stage.md) reach each server at its host and port plus
+``udp_port_offset``; ``[latch]`` sets the latch stage in front of the root replicas.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from faidecs.errors import FaidecsError
+from faidecs.grammar import compile_program
+from faidecs.grammar.model import EventType, Program, Subscription
+from faidecs.net.certificates import check_process_name
+from faidecs.overlay.core.placement import place
+from faidecs.merging.roles import Role, ancestry, conjunction_role, role_of, split_by_role
+
+
+class DeploymentError(FaidecsError):
+    """A deployment file that cannot be used: says the file, the field and what is wrong."""
+
+
+def _address(value: str) -> str:
+    if not value.startswith("tcp://") or ":" not in value[6:]:
+        raise ValueError(f"{value!r} is not a tcp://host:port address")
+    return value
+
+
+class Timing(BaseModel):
+    """Milliseconds, as in the simulator's configuration."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tick_every: int = Field(default=5, ge=1)
+    heartbeat_every: int = Field(default=20, ge=1)
+    retry_every: int = Field(default=200, ge=1)
+    retain: int = Field(default=2000, ge=0)
+    ack_every: int = Field(default=50, ge=1)
+    session_timeout: int = Field(default=1000, ge=200)
+
+
+class SubscriberSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str
+    subscription: str
+    peer: str | None = None  # join from this subscriber's state (same subscription)
+    start: Literal["up", "later"] = "up"  # later: not started by `overlay up` (joins when started)
+
+    _check = field_validator("address")(_address)
+
+
+class PublisherSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str
+    events: str
+    rate: float = Field(default=0, ge=0)
+    #: zmq: reliable FIFO links (CurveZMQ). udp: one sealed datagram per root replica, unordered and
+    #: lossy, with the latch stage in front of the root replicas (docs/ordering-latch-stage.md)
+    transport: Literal["zmq", "udp"] = "zmq"
+    #: udp, for tests: each datagram is dropped with this probability, or held back and sent after
+    #: the next one to the same server with probability ``udp_test_swap`` (seeded by the name)
+    udp_test_loss: float = Field(default=0, ge=0, le=1)
+    udp_test_swap: float = Field(default=0, ge=0, le=1)
+
+    _check = field_validator("address")(_address)
+
+
+class LatchSettings(BaseModel):
+    """The latch stage in front of root replicas fed by UDP publishers (faidecs/ordering/latch)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True  # false: the raw arrival order goes in
+    p_t: float = Field(default=0.05, gt=0, le=0.5)  # the FIFO violation coefficient
+    late: Literal["drop", "deliver"] = "drop"  # a message after a later one was released
+
+
+class Deployment(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    program: str
+    replicas: int = Field(default=3, ge=1)
+    keys: str | None = None
+    insecure: bool = False
+    zookeeper: str | None = None
+    matcher: Literal["compiled", "reference"] = "compiled"
+    #: overlay: the type-merging overlay. sequencer: the baseline of the papers' comparison, every
+    #: publication ordered by one (replicated, with replicas > 1) sequencer, each subscriber
+    #: feeding the whole ordered stream of its types to one embedded engine.
+    #: raft: the same, with positions decided by a Raft library instead (faidecs/overlay/runtime/raft.py).
+    ordering: Literal["overlay", "sequencer", "raft"] = "overlay"
+    #: raft: each server's Raft endpoint is its address's port plus this
+    raft_port_offset: int = Field(default=1000, ge=1, le=65535)
+    #: UDP publishers: each server receives datagrams at its address's port plus this
+    udp_port_offset: int = Field(default=2000, ge=1, le=65535)
+    latch: LatchSettings = Field(default_factory=LatchSettings)
+    servers: dict[str, str]
+    subscribers: dict[str, SubscriberSpec] = Field(default_factory=dict)
+    publishers: dict[str, PublisherSpec] = Field(default_factory=dict)
+    timing: Timing = Field(default_factory=Timing)
+    #: the folder of the file: relative paths in it are taken from there
+    base: Path = Path(".")
+
+    @field_validator("servers")
+    @classmethod
+    def _servers(cls, value: dict[str, str]) -> dict[str, str]:
+        if not value:
+            raise ValueError("at least one server")
+        return {k: _address(v) for k, v in value.items()}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Deployment":
+        names = [*self.servers, *self.subscribers, *self.publishers]
+        for n in [self.name, *names]:
+            try:
+                check_process_name(n)
+            except FaidecsError as exc:
+                raise ValueError(str(exc)) from None
+        twice = {n for n in names if names.count(n) > 1}
+        if twice:
+            raise ValueError(f"process {sorted(twice)[0]} is declared twice")
+        addresses = [*self.servers.values(), *(s.address for s in self.subscribers.values())]
+        addresses += [p.address for p in self.publishers.values()]
+        shared = {a for a in addresses if addresses.count(a) > 1}
+        if shared:
+            raise ValueError(f"address {sorted(shared)[0]} is given to two processes")
+        if self.replicas > len(self.servers):
+            raise ValueError(f"{self.replicas} replicas per role need at least as many servers, not {len(self.servers)}")
+        if self.keys is None and not self.insecure:
+            raise ValueError("give keys (faidecs overlay keys) or set insecure = true")
+        if self.ordering == "raft":
+            for server in self.servers:
+                raft = self.raft_address(server)
+                if int(raft.rsplit(":", 1)[1]) > 65535 or f"tcp://{raft}" in addresses:
+                    raise ValueError(f"server {server}: its Raft address {raft} (raft_port_offset) is taken or no port")
+        if self.udp_publishers():
+            if self.ordering != "overlay":
+                raise ValueError('UDP publishers need ordering = "overlay"')
+            ports = [self.udp_address(server) for server in self.servers]
+            for server, (host, port) in zip(self.servers, ports):
+                if port > 65535 or ports.count((host, port)) > 1:
+                    raise ValueError(f"server {server}: its UDP port {port} (udp_port_offset) is taken or no port")
+        for name, spec in self.subscribers.items():
+            if spec.peer is not None and spec.peer not in self.subscribers:
+                raise ValueError(f"subscriber {name}: peer {spec.peer} is not a subscriber")
+        return self
+
+    # --- derived -----------------------------------------------------------------------------
+
+    @cached_property
+    def compiled(self) -> Program:
+        path = self.path(self.program)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise DeploymentError(f"program {path}: {exc.strerror}") from None
+        program = compile_program(text, str(path))
+        known = {s.name for s in program.subscriptions}
+        for name, spec in self.subscribers.items():
+            if spec.subscription not in known:
+                raise DeploymentError(
+                    f"subscriber {name}: the program has no subscription {spec.subscription!r} "
+                    f"(it has {', '.join(sorted(known)) or 'none'})"
+                )
+        return program
+
+    @property
+    def types(self) -> dict[str, EventType]:
+        return dict(self.compiled.types)
+
+    def types_source(self) -> str:
+        return "".join(
+            f"type {t.name}(" + ", ".join(f"{a.name}: {a.kind.value}" for a in t.attributes) + ")\n"
+            for t in self.compiled.types.values()
+        )
+
+    def subscription(self, subscriber: str) -> Subscription:
+        wanted = self.subscribers[subscriber].subscription
+        return next(s for s in self.compiled.subscriptions if s.name == wanted)
+
+    @property
+    def sequencer_role(self) -> Role:
+        """The sequencer's replica group under ``ordering = "sequencer"``: it runs the root merger
+        protocol (leader, epochs, majority commit, filters per consumer) for every type at once,
+        named after the first type so that messages name a declared role."""
+        return role_of([min(self.compiled.types)])
+
+    def root_role(self, type_name: str) -> Role:
+        """Where a publication of this type goes."""
+        return self.sequencer_role if self.ordering in ("sequencer", "raft") else role_of([type_name])
+
+    def streams(self, subscription: Subscription) -> list[tuple[Role, tuple[int, ...], Subscription]]:
+        """A subscriber's streams: one per merger its conjunctions need, or the sequencer's one."""
+        if self.ordering in ("sequencer", "raft"):
+            return [(self.sequencer_role, tuple(range(len(subscription.conjunctions))), subscription)]
+        return split_by_role(subscription)
+
+    @cached_property
+    def roles(self) -> list[Role]:
+        """Every merger role: a root per type, and each subscriber's conjunctions' ancestries."""
+        if self.ordering in ("sequencer", "raft"):
+            return [self.sequencer_role]
+        roles: set[Role] = {role_of([t]) for t in self.compiled.types}
+        for name in self.subscribers:
+            for conj in self.subscription(name).conjunctions:
+                roles.update(ancestry(conjunction_role(conj)))
+        return sorted(roles, key=lambda r: (len(r), r))
+
+    def placement(self, role: Role) -> tuple[str, ...]:
+        # Asked for every publication: placed once per role.
+        placed = self._placed.get(role)
+        if placed is None:
+            placed = self._placed[role] = place(role, sorted(self.servers), self.replicas)
+        return placed
+
+    @cached_property
+    def _placed(self) -> dict[Role, tuple[str, ...]]:
+        return {}
+
+    def address(self, process: str) -> str:
+        if process in self.servers:
+            return self.servers[process]
+        if process in self.subscribers:
+            return self.subscribers[process].address
+        return self.publishers[process].address
+
+    def raft_address(self, server: str) -> str:
+        """``host:port`` of a server's Raft endpoint under ``ordering = "raft"``."""
+        host, port = self.servers[server][len("tcp://") :].rsplit(":", 1)
+        return f"{host}:{int(port) + self.raft_port_offset}"
+
+    def udp_address(self, server: str) -> tuple[str, int]:
+        """(host, port) where a server receives UDP publishers' datagrams."""
+        host, port = self.servers[server][len("tcp://") :].rsplit(":", 1)
+        return host.strip("[]"), int(port) + self.udp_port_offset
+
+    def udp_publishers(self) -> list[str]:
+        return [n for n, p in self.publishers.items() if p.transport == "udp"]
+
+    def addresses(self) -> dict[str, str]:
+        return {p: self.address(p) for p in self.processes()}
+
+    def processes(self) -> list[str]:
+        return [*self.servers, *self.subscribers, *self.publishers]
+
+    def path(self, relative: str) -> Path:
+        p = Path(relative)
+        return p if p.is_absolute() else self.base / p
+
+
+def load_deployment(path: Path) -> Deployment:
+    """The deployment in a TOML file, checked; errors name the file and the field."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise DeploymentError(f"{path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DeploymentError(f"{path}: not TOML: {exc}") from None
+    try:
+        deployment = Deployment.model_validate({**data, "base": path.parent})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(top)"
+        raise DeploymentError(f"{path}: {where}: {first['msg']}") from None
+    try:
+        _ = deployment.compiled  # the program and the subscribers' names are checked up front
+    except DeploymentError as exc:
+        raise DeploymentError(f"{path}: {exc}") from None
+    return deployment
+
+
+__all__ = ["Deployment", "DeploymentError", "LatchSettings", "PublisherSpec", "SubscriberSpec", "Timing", "load_deployment"]

@@ -1,0 +1,198 @@
+"""A deployment's processes on this host: start, watch, kill, stop (``faidecs overlay up/down``).
+
+Every process runs as ``faidecs overlay node`` in its own OS process, so faults are real: a
+SIGKILL ends a process without a goodbye, a SIGSTOP freezes it with its sockets open. A run folder
+holds what the processes leave::
+
+    run.json           the deployment file, the ZooKeeper address, each process's pid
+    logs/<p>.runlog    each process's run log (faidecs verify reads them all)
+    status/<p>.json    each process's status, rewritten twice a second
+    out/<p>.err        each process's standard error
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from faidecs.errors import FaidecsError
+from faidecs.net.children import stop_processes
+from faidecs.net.statusfile import read_statuses
+from faidecs.overlay.runtime.deployment import Deployment, load_deployment
+from faidecs.runs.runlog import RunLog, merge_runlogs
+
+
+class LaunchError(FaidecsError):
+    """A process that would not start or a run folder that cannot be used: says which and why."""
+
+
+class LocalDeployment:
+    def __init__(self, path: Path, run_dir: Path, *, zookeeper: str | None = None):
+        self.path = path.resolve()
+        self.deployment: Deployment = load_deployment(self.path)
+        self.run_dir = run_dir
+        self.zookeeper = zookeeper or self.deployment.zookeeper
+        self.server: Any = None
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        for sub in ("logs", "status", "out"):
+            (run_dir / sub).mkdir(parents=True, exist_ok=True)
+
+    # --- starting -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """ZooKeeper (unless the deployment names one), the servers, the subscribers that start
+        with the run, then the publishers, once the subscribers have registered."""
+        if self.zookeeper is None:
+            from faidecs.net.zkserver import ZooKeeperServer
+
+            self.server = ZooKeeperServer(data_dir=self.run_dir / "zookeeper")
+            self.server.start()
+            self.zookeeper = self.server.address
+        d = self.deployment
+        for name in d.servers:
+            self.start_process(name)
+        later = {n for n, s in d.subscribers.items() if s.start == "later"}
+        subscribers = [n for n in d.subscribers if n not in later]
+        for name in subscribers:
+            self.start_process(name)
+        self.wait_for(lambda s: all(s.get(n, {}).get("started") for n in subscribers), 30, "the subscribers to start")
+        for name in d.publishers:
+            self.start_process(name)
+
+    def start_process(self, name: str) -> None:
+        if name in self.procs and self.procs[name].poll() is None:
+            raise LaunchError(f"{name} is running already")
+        (self.run_dir / "status" / f"{name}.json").unlink(missing_ok=True)
+        command = [
+            sys.executable,
+            "-m",
+            "faidecs.cli.main",
+            "overlay",
+            "node",
+            str(self.path),
+            name,
+            "--zookeeper",
+            str(self.zookeeper),
+            "--run-dir",
+            str(self.run_dir),
+        ]
+        err = (self.run_dir / "out" / f"{name}.err").open("ab")
+        self.procs[name] = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+        self._save()
+
+    def _save(self) -> None:
+        record = {
+            "deployment": str(self.path),
+            "zookeeper": self.zookeeper,
+            "zookeeper_pid": self.server.process.pid if self.server is not None and self.server.process is not None else None,
+            "pids": {n: p.pid for n, p in self.procs.items() if p.poll() is None},
+        }
+        (self.run_dir / "run.json").write_text(json.dumps(record, indent=2))
+
+    # --- watching -----------------------------------------------------------------------------
+
+    def statuses(self) -> dict[str, dict[str, Any]]:
+        return read_statuses(self.run_dir / "status")
+
+    def wait_for(self, ready: Callable[[dict[str, dict[str, Any]]], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check_alive()
+            if ready(self.statuses()):
+                return
+            time.sleep(0.05)
+        raise LaunchError(f"timed out after {timeout} s waiting for {what}; see {self.run_dir / 'out'}")
+
+    def check_alive(self) -> None:
+        """A process that exited by itself (not killed here) is an error: say which and why."""
+        for name, proc in self.procs.items():
+            code = proc.poll()
+            if code is not None and code != 0 and code > 0:
+                tail = (self.run_dir / "out" / f"{name}.err").read_text(errors="replace")[-2000:]
+                raise LaunchError(f"{name} exited with status {code}:\n{tail}")
+
+    # --- faults -------------------------------------------------------------------------------
+
+    def signal(self, name: str, sig: signal.Signals) -> None:
+        self.procs[name].send_signal(sig)
+        if sig == signal.SIGKILL:
+            self.procs[name].wait()
+            self._save()
+
+    # --- stopping -----------------------------------------------------------------------------
+
+    def stop(self, timeout: float = 10) -> None:
+        """SIGTERM every process (each writes its final record and leaves its ZooKeeper session),
+        SIGKILL those that do not exit in time, then stop ZooKeeper if it was started here."""
+        stop_processes(self.procs.values(), timeout)
+        if self.server is not None:
+            self.server.stop()
+        self._save()
+
+    def runlog(self) -> RunLog:
+        return merged_runlog(self.run_dir)
+
+
+def merged_runlog(run_dir: Path) -> RunLog:
+    """The run logs of every process of a run folder, merged into one.
+
+    A subscriber whose log has no ``final`` record (a node writes one when it stops, never when
+    it is killed) is judged as having left at its last record: what it did after its last flush
+    is not known, and it must not be held to deliveries it could not make after it died."""
+    files = sorted((run_dir / "logs").glob("*.runlog"))
+    if not files:
+        raise LaunchError(f"{run_dir / 'logs'}: no run logs")
+    logs = []
+    for f in files:
+        text = f.read_text()
+        if not text.strip():
+            continue  # killed before it wrote its first records: it did nothing to judge
+        log = RunLog.read(text.splitlines(), str(f))
+        for process in log.processes:
+            if process not in log.final and process not in log.left:
+                times = [d.time for d in log.delivered] + [t for t, _ in log.joined.values()]
+                log.left[process] = max(times, default=0)
+        logs.append((str(f), log))
+    return merge_runlogs(logs)
+
+
+def down(run_dir: Path, timeout: float = 10) -> list[str]:
+    """Stop the processes of a run started by ``faidecs overlay up`` in another shell."""
+    try:
+        record = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise LaunchError(f"{run_dir / 'run.json'}: cannot read it ({exc})") from None
+    stopped = []
+    pids = dict(record.get("pids", {}))
+    if record.get("zookeeper_pid"):
+        pids["zookeeper"] = record["zookeeper_pid"]
+    for name, pid in pids.items():
+        try:
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGTERM)
+            stopped.append(name)
+        except ProcessLookupError:
+            continue
+    deadline = time.monotonic() + timeout
+    for pid in pids.values():
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return stopped
+
+
+__all__ = ["LaunchError", "LocalDeployment", "down", "merged_runlog"]

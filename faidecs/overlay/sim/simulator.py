@@ -1,0 +1,468 @@
+"""The deterministic simulator: a whole overlay deployment in one process, in virtual time.
+
+Servers host merger replicas (placed by :func:`~faidecs.overlay.core.placement.place`), subscriber
+processes run :class:`~faidecs.overlay.core.subscriber.SubscriberClient`, publishers send to the root
+mergers. Links are FIFO with seeded random delays (with ``SimConfig.input_path``, publishers reach the root
+mergers over an unordered, lossy path instead, through a latch stage at each server:
+docs/ordering-latch-stage.md); a partition holds the messages across it until
+it heals; a crashed process loses what is sent to it; a paused one finds it waiting when it
+resumes. The coordination service is :class:`SimulatedCoordination`. Everything random comes from
+one ``random.Random(seed)``, so a run is reproduced exactly from its scenario, configuration and
+seed. Every run records the run log of the property checker.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from faidecs.errors import EventError
+from faidecs.grammar import compile_program
+from faidecs.grammar.model import EventType, Subscription
+from faidecs.matching.events import Event, EventValidator
+from faidecs.ordering.latch.receiver import LatchStats
+from faidecs.overlay.sim.audit import StreamGap, stream_gaps
+from faidecs.overlay.core.coordination import SimulatedCoordination
+from faidecs.overlay.core.host import ServerHost
+from faidecs.overlay.core.inputstage import InputStage, InputStamper, Latched, latch_config
+from faidecs.overlay.core.messages import Decision, Message, Publish, Send
+from faidecs.overlay.core.placement import place
+from faidecs.overlay.core.replica import MergerReplica
+from faidecs.merging.roles import Role, ancestry, conjunction_role, is_root, role_name, role_of
+from faidecs.overlay.sim.scenario import Fault, Joiner, Scenario, SimConfig
+from faidecs.overlay.core.subscriber import SubscriberClient
+from faidecs.runs.runlog import Notified, Published, RunLog, RunRecorder
+
+COORDINATOR = "coordinator"
+
+
+class SimulationError(RuntimeError):
+    """A simulated run that could not go on; the message names the seed that reproduces it."""
+
+
+@dataclass(slots=True)
+class SimResult:
+    seed: int
+    log: RunLog
+    gate: int  # when every initial subscriber had started and publications began
+    end: int
+    servers: list[str]
+    roles: list[Role]
+    placement: dict[Role, tuple[str, ...]]
+    leadership: dict[Role, tuple[str, int]]
+    replicas: dict[str, dict[Role, MergerReplica]]
+    clients: dict[str, SubscriberClient]
+    gaps: list[StreamGap]
+    messages: Counter[str] = field(default_factory=Counter)
+    faults: list[Fault] = field(default_factory=list)
+    root_events: dict[tuple[Role, int], Event] = field(default_factory=dict)
+    published_at: dict[str, int] = field(default_factory=dict)  # event id -> when its publisher sent it
+    joined_at: dict[str, int] = field(default_factory=dict)  # joiner -> when it asked to join (virtual ms)
+    first_delivery_at: dict[str, int] = field(default_factory=dict)  # process -> its first delivery (virtual ms)
+    #: every publication its publisher sent, in send order (the run log has those ordered)
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    #: input_path: (server, root role, publisher) -> the latch receiver's counters
+    latch: dict[tuple[str, Role, str], LatchStats] = field(default_factory=dict)
+    lost_on_path: int = 0  # copies of publications the lossy path dropped
+
+    def input_log(self) -> RunLog:
+        """The root mergers' input as a run log of its own: every publication sent, and per root
+        role (a process named after it, subscribing to its type) a ``notify`` record per event its
+        committed stream ordered, in that order. Notification FIFO Order counts the per-publisher
+        FIFO violations at the roots' input; an event sent but never notified was never ordered."""
+        roots = [r for r in self.roles if is_root(r)]
+        out = RunLog(self.log.types_source, {role_name(r): f"subscription R: {r[0]}" for r in roots})
+        time = 0
+        for event in self.sent:
+            time += 1
+            out.published.append(Published(time, event))
+        for r in roots:
+            for d in self.log_of(r):
+                e = self.root_events.get((r, d.position)) if d.kind == "event" else None
+                if e is not None:
+                    time += 1
+                    out.notified.append(Notified(time, role_name(r), e.id))
+        return out
+
+    def stale_rejected(self) -> int:
+        return sum(r.stale_rejected for reps in self.replicas.values() for r in reps.values())
+
+    def log_of(self, role: Role) -> list[Decision]:
+        """The committed stream of ``role``: the longest committed log among its replicas."""
+        logs = [self.replicas[p][role].committed() for p in self.placement[role]]
+        return max(logs, key=len)
+
+    def event_at(self, role: Role, d: Decision) -> Event | None:
+        """The event at a committed position, followed back through the parents to its root."""
+        while not is_root(role):
+            parent = role[:-1] if d.source == "L" else role[-1:]
+            role, d = parent, self.log_of(parent)[d.key]
+        return self.root_events.get((role, d.position))
+
+
+class Simulation:
+    def __init__(self, scenario: Scenario, config: SimConfig):
+        self.scenario = scenario
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.types: dict[str, EventType] = dict(compile_program(scenario.types_source, "<types>").types)
+        self.validator = EventValidator(self.types)
+        self.subscriptions: dict[str, Subscription] = {}
+        for name, source in [*scenario.subscribers.items(), *((j.process, j.subscription) for j in scenario.joiners)]:
+            program = compile_program(source, f"<subscription of {name}>", known_types=self.types)
+            if len(program.subscriptions) != 1:
+                raise ValueError(f"process {name}: give exactly one subscription")
+            self.subscriptions[name] = program.subscriptions[0]
+        self.servers = [f"m{k}" for k in range(1, scenario.servers + 1)]
+        roles: set[Role] = {role_of([t]) for t in self.types}
+        for sub in self.subscriptions.values():
+            for conj in sub.conjunctions:
+                roles.update(ancestry(conjunction_role(conj)))
+        self.roles = sorted(roles, key=lambda r: (len(r), r))
+        replicas = config.replicas
+
+        @cache
+        def placement(role: Role) -> tuple[str, ...]:
+            return place(role, self.servers, replicas)
+
+        self.placement = placement
+        self.recorder = RunRecorder(
+            scenario.types_source,
+            {
+                name: self.subscriptions[name].source or self.subscriptions[name].to_source()
+                for name in self.subscriptions
+            },
+        )
+        self.recorded: set[str] = set()
+        self.root_events: dict[tuple[Role, int], Event] = {}
+        self.replicas: dict[str, dict[Role, MergerReplica]] = {s: {} for s in self.servers}
+        for role in self.roles:
+            for server in placement(role):
+                self.replicas[server][role] = MergerReplica(
+                    role,
+                    server,
+                    placement,
+                    heartbeat_every=config.heartbeat_every,
+                    retry_every=config.retry_every,
+                    retain=config.retain,
+                    ack_every=config.ack_every,
+                    on_commit=self._committed if is_root(role) else None,
+                )
+        self.hosts = {server: ServerHost(server, reps) for server, reps in self.replicas.items()}
+        self.clients: dict[str, SubscriberClient] = {}
+        self.publishers = sorted({p for _, p, _ in scenario.publications})
+        processes = [*self.servers, *self.subscriptions, *self.publishers]
+        self.coordination = SimulatedCoordination(self.roles, placement, processes)
+        self.state: dict[str, str] = {p: "up" for p in processes}
+        self.inbox: dict[str, list[tuple[str, Message]]] = {p: [] for p in processes}
+        self.incarnation: Counter[str] = Counter()
+        self.partitions: list[tuple[frozenset[str], int, int]] = []
+        self.last_arrival: dict[tuple[str, str], int] = {}
+        self.queue: list[tuple[int, int, str, Any]] = []
+        self.seq = 0
+        self.now = 0
+        self.messages: Counter[str] = Counter()
+        self.next_seq: Counter[str] = Counter()
+        self.reacted: Counter[str] = Counter()
+        self.published_at: dict[str, int] = {}
+        self.late: set[str] = set()  # joiners: their start goes into the run log
+        self.joined_at: dict[str, int] = {}
+        self.first_delivery_at: dict[str, int] = {}
+        self.sent: list[dict[str, Any]] = []
+        # The lossy input path draws from its own generator: without it every run is as before.
+        path = config.input_path
+        self.input_rng = random.Random(f"{config.seed}:input") if path is not None else None
+        self.stages: dict[str, InputStage] = {}
+        self.stampers: dict[str, InputStamper] = {}
+        self.lost_on_path = 0
+        if path is not None:
+            latch = latch_config(path.latch.p_t, path.latch.late) if path.latch is not None else None
+            self.stages = {s: InputStage(latch) for s in self.servers}
+            for server, reps in self.replicas.items():
+                for role, r in reps.items():
+                    if is_root(role):
+                        r.lossy_inputs = True
+                        r.fifo_inputs = latch is not None and path.latch is not None and path.latch.late == "drop"
+
+    # --- observer of the clients -----------------------------------------------------------------
+
+    def deliver(self, process: str, conjunction: int, relation: tuple[str, ...]) -> None:
+        self.recorder.deliver(process, conjunction, relation)
+        self.first_delivery_at.setdefault(process, self.now)
+        rule = self.scenario.reactions.get(process)
+        if rule is not None and self.reacted[process] < rule.limit:
+            self.reacted[process] += 1
+            event = {"id": f"{process}r{self.reacted[process]}", "type": rule.type_name, "attrs": dict(rule.attrs)}
+            self._publish(process, event)
+
+    def snapshot_taken(self, peer: str, joiner: str) -> int:
+        return self.recorder.clock
+
+    def joined(self, process: str, peer: str | None, marker: int | None) -> None:
+        if process in self.late:
+            self.recorder.log.joined[process] = (self.recorder.clock if marker is None else marker, peer)
+
+    def _committed(self, role: Role, decision: Decision, event: Event | None) -> None:
+        if event is not None:
+            self.root_events[(role, decision.position)] = event
+        if event is None or event.id in self.recorded:
+            return
+        self.recorded.add(event.id)
+        json_event = {"id": event.id, "type": event.type, "attrs": event.attrs}
+        self.recorder.publish({**json_event, "publisher": decision.source, "seq": decision.key})
+
+    # --- the event loop ------------------------------------------------------------------------
+
+    def _at(self, time: int, kind: str, payload: Any) -> None:
+        self.seq += 1
+        heapq.heappush(self.queue, (time, self.seq, kind, payload))
+
+    def _send(self, src: str, sends: list[Send]) -> None:
+        for dst, msg in sends:
+            self.messages[type(msg).__name__] += 1
+            if src == COORDINATOR:
+                arrival = self.now + self.config.notify_delay
+            else:
+                arrival = self.now + self.rng.randint(self.config.min_delay, self.config.max_delay)
+                for group, start, end in self.partitions:
+                    if start <= self.now < end and (src in group) != (dst in group) and self._server_link(src, dst):
+                        arrival = max(arrival, end + self.rng.randint(self.config.min_delay, self.config.max_delay))
+            arrival = max(arrival, self.last_arrival.get((src, dst), 0))
+            self.last_arrival[(src, dst)] = arrival
+            self._at(arrival, "msg", (src, dst, msg))
+
+    def _server_link(self, a: str, b: str) -> bool:
+        return a in self.replicas and b in self.replicas
+
+    def _dispatch(self, dst: str, src: str, msg: Message) -> None:
+        state = self.state[dst]
+        if state in ("crashed", "left"):
+            return
+        if state == "paused":
+            self.inbox[dst].append((src, msg))
+            return
+        out: list[Send] = []
+        if isinstance(msg, Latched):
+            for publish in self.stages[dst].receive(msg, float(self.now)):
+                out += self.hosts[dst].handle(src, publish, self.now)
+            self._arm_latch(dst)
+        elif dst in self.replicas:
+            out = self.hosts[dst].handle(src, msg, self.now)
+        elif dst in self.clients:
+            out = self.clients[dst].handle(src, msg, self.now)
+        self._send(dst, out)
+
+    def _tick(self, process: str) -> None:
+        if self.state[process] != "up":
+            return
+        out: list[Send] = self.hosts[process].tick(self.now) if process in self.hosts else []
+        if process in self.clients:
+            out += self.clients[process].tick(self.now)
+        self._send(process, out)
+        self._at(self.now + self.config.tick_every, "tick", process)
+
+    def _run_until(self, until: int, done: Any = None) -> None:
+        while self.queue and self.queue[0][0] <= until:
+            if done is not None and done():
+                return
+            time, _, kind, payload = heapq.heappop(self.queue)
+            self.now = time
+            if kind == "msg":
+                src, dst, msg = payload
+                self._dispatch(dst, src, msg)
+            elif kind == "tick":
+                self._tick(payload)
+            elif kind == "publish":
+                self._publish(*payload)
+            elif kind == "join":
+                self._join(payload)
+            elif kind == "leave":
+                if payload in self.clients and self.state[payload] == "up":
+                    self._send(payload, self.clients[payload].leave())
+                    self.state[payload] = "left"
+                    self.recorder.left(payload)
+            elif kind == "latch":
+                self._poll_latch(payload)
+            elif kind == "fault":
+                self._fault(payload)
+            elif kind == "resume":
+                self._resume(payload)
+            elif kind == "expire":
+                process, incarnation = payload
+                if self.state[process] != "up" and self.incarnation[process] == incarnation:
+                    self._send(COORDINATOR, self.coordination.session_lost(process))
+        self.now = max(self.now, until)
+
+    # --- actions ---------------------------------------------------------------------------------
+
+    def _publish(self, publisher: str, event: dict[str, Any]) -> None:
+        seq = self.next_seq[publisher]
+        self.next_seq[publisher] += 1
+        try:
+            validated = self.validator.validate({**event, "publisher": publisher, "seq": seq})
+        except EventError as exc:
+            raise ValueError(f"publication by {publisher} at {self.now} ms: {exc}") from None
+        self.published_at.setdefault(validated.id, self.now)
+        root = role_of([validated.type])
+        message = Publish(publisher, seq, validated)
+        if self.config.input_path is not None:
+            self.sent.append({"id": validated.id, "type": validated.type, "attrs": validated.attrs, "publisher": publisher, "seq": seq})
+            self._lossy(publisher, root, message)
+            return
+        self._send(publisher, [(p, message) for p in self.placement(root)])
+
+    def _lossy(self, publisher: str, role: Role, publish: Publish) -> None:
+        """One publication's copies to the replicas of ``role`` over the lossy, reordering path."""
+        path = self.config.input_path
+        assert path is not None and self.input_rng is not None
+        stamp = self.stampers.setdefault(publisher, InputStamper(publisher)).stamp(role, float(self.now))
+        for dst in self.placement(role):
+            self.messages["Publish"] += 1
+            rng = self.input_rng
+            delay = 0.0
+            lost = False
+            for _ in range(path.hops):
+                delay += rng.expovariate(1.0 / path.mean_hop_delay) if path.mean_hop_delay > 0 else 0.0
+                lost = lost or (path.loss > 0 and rng.random() < path.loss)
+            if lost:
+                self.lost_on_path += 1
+                continue
+            self._at(self.now + self.config.min_delay + round(delay), "msg", (publisher, dst, Latched(role, stamp, publish)))
+
+    def _arm_latch(self, server: str) -> None:
+        due = self.stages[server].next_poll_ms()
+        if due is not None:
+            self._at(max(due, self.now), "latch", server)
+
+    def _poll_latch(self, server: str) -> None:
+        if self.state[server] != "up":
+            return  # a paused server polls when it resumes; a crashed one never
+        out: list[Send] = []
+        for publish in self.stages[server].poll(float(self.now)):
+            out += self.hosts[server].handle(publish.publisher, publish, self.now)
+        self._send(server, out)
+
+    def _start_client(self, name: str, peer: str | None, marker: bool = False) -> None:
+        client = SubscriberClient(
+            name,
+            self.subscriptions[name],
+            self.types,
+            self.placement,
+            self,
+            matcher=self.config.matcher,
+            peer=peer,
+            marker=marker,
+            retry_every=self.config.retry_every,
+            ack_every=self.config.ack_every,
+            down=self.coordination.expired,
+        )
+        self.clients[name] = client
+        self._send(name, client.start(self.now))
+        self._at(self.now + self.config.tick_every, "tick", name)
+
+    def _join(self, joiner: Joiner) -> None:
+        self.late.add(joiner.process)
+        self.joined_at[joiner.process] = self.now
+        self._start_client(joiner.process, joiner.peer, joiner.mode == "marker")
+
+    def _fault(self, fault: Fault) -> None:
+        if fault.kind == "partition":
+            self.partitions.append((frozenset(fault.processes), self.now, self.now + fault.duration))
+            return
+        for p in fault.processes:
+            if self.state[p] == "crashed" or (fault.kind == "pause" and self.state[p] != "up"):
+                continue  # a crash is for good, even of a paused process; a pause needs a running one
+            self.state[p] = "crashed" if fault.kind == "crash" else "paused"
+            self.incarnation[p] += 1
+            self._at(self.now + self.config.session_timeout, "expire", (p, self.incarnation[p]))
+            if fault.kind == "pause":
+                self._at(self.now + fault.duration, "resume", p)
+
+    def _resume(self, process: str) -> None:
+        if self.state[process] != "paused":
+            return
+        self.state[process] = "up"
+        self.incarnation[process] += 1
+        waiting, self.inbox[process] = self.inbox[process], []
+        for src, msg in waiting:
+            self._dispatch(process, src, msg)
+        if process in self.stages:
+            self._arm_latch(process)
+        self._send(COORDINATOR, self.coordination.session_back(process))
+        self._at(self.now + self.config.tick_every, "tick", process)
+
+    # --- a run -----------------------------------------------------------------------------------
+
+    def run(self) -> SimResult:
+        cfg = self.config
+        self._send(COORDINATOR, self.coordination.start())
+        for server, host in self.hosts.items():
+            self._send(server, host.start(0))
+            self._at(self.rng.randint(1, cfg.tick_every), "tick", server)
+        for name in self.scenario.subscribers:
+            self._start_client(name, None)
+        # Publications begin once every initial subscriber reads its streams, so that they all
+        # see the whole run (joiners are the ones that come later).
+        limit = 20 * cfg.retry_every + 10 * cfg.max_delay
+        self._run_until(limit, done=lambda: all(c.started() for c in self.clients.values()))
+        if not all(c.started() for c in self.clients.values()):
+            waiting = sorted(n for n, c in self.clients.items() if not c.started())
+            raise SimulationError(f"seed {cfg.seed}: subscribers {', '.join(waiting)} never started")
+        gate = self.now + 1
+        last = gate
+        for time, publisher, event in sorted(self.scenario.publications, key=lambda p: p[0]):
+            self._at(gate + time, "publish", (publisher, event))
+            last = max(last, gate + time)
+        for joiner in self.scenario.joiners:
+            self._at(gate + joiner.at, "join", joiner)
+        for process, at in self.scenario.leavers:
+            self._at(gate + at, "leave", process)
+        for fault in self.scenario.faults:
+            self._at(gate + fault.at, "fault", fault)
+            last = max(last, gate + fault.at + fault.duration)
+        end = last + cfg.settle
+        self._run_until(end)
+        return self._result(gate, end)
+
+    def _result(self, gate: int, end: int) -> SimResult:
+        final = {name: client.final_queues() for name, client in self.clients.items()}
+        log = self.recorder.finish(final)
+        for name in self.subscriptions:
+            if name not in self.clients or not self.clients[name].started():
+                log.joined.setdefault(name, (self.recorder.clock, None))
+        result = SimResult(
+            self.config.seed,
+            log,
+            gate,
+            end,
+            self.servers,
+            self.roles,
+            {r: self.placement(r) for r in self.roles},
+            self.coordination.leadership(),
+            self.replicas,
+            self.clients,
+            [],
+            self.messages,
+            list(self.scenario.faults),
+            self.root_events,
+            self.published_at,
+            self.joined_at,
+            self.first_delivery_at,
+        )
+        result.sent = self.sent
+        result.latch = {(s, r, p): st for s, stage in self.stages.items() for (r, p), st in stage.stats().items()}
+        result.lost_on_path = self.lost_on_path
+        result.gaps = stream_gaps(result)
+        return result
+
+
+def simulate(scenario: Scenario, config: SimConfig | None = None) -> SimResult:
+    """Run ``scenario`` under ``config`` (seeded) and return its run log, topology and state."""
+    return Simulation(scenario, config or SimConfig()).run()
+
+
+__all__ = ["SimResult", "Simulation", "SimulationError", "StreamGap", "simulate"]

@@ -1,0 +1,324 @@
+"""Run logs: what happened in a run, in a form every layer writes and the property checker reads.
+
+A run log is a JSON-lines file (format ``faidecs.runs.runlog/1``, see ``docs/properties.md``):
+
+- one ``header`` record first: the event types of the run as program text;
+- one ``process`` record per process: its name and its subscription (one declaration);
+- ``publish`` records in publication order: the event (with ``publisher`` and ``seq``);
+- ``deliver`` records: a process delivered a relation for one of its conjunctions;
+- ``notify`` records (ordering layers only): the layer handed a process one event, before its
+  engine saw it; the pairwise Total Notification Order is judged on them;
+- optionally one ``final`` record per process: its queues after the last event (``state_json``);
+- ``time`` on every publish and deliver record: a logical clock, strictly increasing through the
+  file. The file order is the order of the run.
+
+A process that publishes in reaction to its deliveries appears as the ``publisher`` of those events.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import IO, Any, Iterable, Iterator, Mapping
+
+from faidecs.errors import FaidecsError
+from faidecs.grammar import compile_program
+from faidecs.grammar.model import EventType, Subscription
+
+FORMAT = "faidecs.runs.runlog/1"
+
+
+class RunLogError(FaidecsError):
+    """A run log that cannot be read: says the line and what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    time: int
+    event: dict[str, Any]  # the input JSON shape, with publisher and seq
+
+    @property
+    def id(self) -> str:
+        return str(self.event["id"])
+
+    @property
+    def type(self) -> str:
+        return str(self.event["type"])
+
+    @property
+    def publisher(self) -> str:
+        return str(self.event["publisher"])
+
+    @property
+    def seq(self) -> int:
+        return int(self.event["seq"])
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    time: int
+    process: str
+    conjunction: int
+    relation: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Notified:
+    time: int
+    process: str
+    event: str  # event id
+
+
+@dataclass(slots=True)
+class RunLog:
+    types_source: str
+    processes: dict[str, str] = field(default_factory=dict)  # name -> subscription source
+    published: list[Published] = field(default_factory=list)
+    delivered: list[Delivered] = field(default_factory=list)
+    final: dict[str, list[dict[str, list[str]]]] = field(default_factory=dict)  # process -> queues
+    #: processes that joined while the run went on: process -> (time, peer). From ``time`` on the
+    #: process delivers what ``peer`` (same subscription) delivers; with no peer it started with
+    #: empty queues and receives every event published after ``time``.
+    joined: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    #: processes that left before the end: process -> time. They deliver nothing after it.
+    left: dict[str, int] = field(default_factory=dict)
+    #: events an ordering layer handed to processes (seeds 000 and 004), in notification order
+    notified: list[Notified] = field(default_factory=list)
+
+    # --- derived ---------------------------------------------------------------------------
+
+    def types(self) -> dict[str, EventType]:
+        return dict(compile_program(self.types_source, "<run log types>").types)
+
+    def subscriptions(self) -> dict[str, Subscription]:
+        """Each process's compiled subscription."""
+        types = self.types()
+        out: dict[str, Subscription] = {}
+        for name, source in self.processes.items():
+            program = compile_program(source, f"<subscription of {name}>", known_types=types)
+            if len(program.subscriptions) != 1:
+                raise RunLogError(f"process {name}: expected exactly one subscription")
+            out[name] = program.subscriptions[0]
+        return out
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        yield {"record": "header", "format": FORMAT, "types": self.types_source}
+        for name, source in self.processes.items():
+            record: dict[str, Any] = {"record": "process", "process": name, "subscription": source}
+            if name in self.joined:
+                time, peer = self.joined[name]
+                record["joined"] = {"time": time, "peer": peer}
+            if name in self.left:
+                record["left"] = self.left[name]
+            yield record
+        merged: list[tuple[int, dict[str, Any]]] = [
+            (p.time, {"record": "publish", "time": p.time, "event": p.event}) for p in self.published
+        ]
+        merged += [
+            (
+                d.time,
+                {
+                    "record": "deliver",
+                    "time": d.time,
+                    "process": d.process,
+                    "conjunction": d.conjunction,
+                    "relation": list(d.relation),
+                },
+            )
+            for d in self.delivered
+        ]
+        merged += [
+            (n.time, {"record": "notify", "time": n.time, "process": n.process, "event": n.event})
+            for n in self.notified
+        ]
+        for _, record in sorted(merged, key=lambda r: r[0]):
+            yield record
+        for name, queues in self.final.items():
+            yield {"record": "final", "process": name, "queues": queues}
+
+    def write(self, out: IO[str]) -> None:
+        for record in self.records():
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    def dumps(self) -> str:
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records())
+
+    # --- reading ---------------------------------------------------------------------------
+
+    @classmethod
+    def read(cls, lines: Iterable[str], name: str = "<run log>") -> "RunLog":
+        log: RunLog | None = None
+        last_time: int | None = None
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            where = f"{name}:{number}"
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise RunLogError(f"{where}: invalid JSON: {exc.msg}") from None
+            if not isinstance(record, Mapping) or not isinstance(record.get("record"), str):
+                raise RunLogError(f"{where}: a record is a JSON object with a 'record' field")
+            kind = record["record"]
+            if log is None:
+                if kind != "header" or record.get("format") != FORMAT:
+                    raise RunLogError(f"{where}: a run log starts with a header of format {FORMAT!r}")
+                log = cls(_field(record, "types", str, where))
+                continue
+            if kind == "process":
+                pname = _field(record, "process", str, where)
+                if pname in log.processes:
+                    raise RunLogError(f"{where}: process {pname!r} declared twice")
+                log.processes[pname] = _field(record, "subscription", str, where)
+                if "joined" in record:
+                    joined = _field(record, "joined", dict, where)
+                    time = joined.get("time")
+                    peer = joined.get("peer")
+                    if not isinstance(time, int) or isinstance(time, bool) or not (peer is None or isinstance(peer, str)):
+                        raise RunLogError(f"{where}: 'joined' is {{\"time\": int, \"peer\": process or null}}")
+                    log.joined[pname] = (time, peer)
+                if "left" in record:
+                    log.left[pname] = _field(record, "left", int, where)
+            elif kind in ("publish", "deliver", "notify"):
+                time = _field(record, "time", int, where)
+                if last_time is not None and time <= last_time:
+                    raise RunLogError(f"{where}: time {time} does not increase (previous {last_time})")
+                last_time = time
+                if kind == "publish":
+                    event = _field(record, "event", dict, where)
+                    for key, kind_ in (("id", str), ("type", str), ("publisher", str), ("seq", int)):
+                        if not isinstance(event.get(key), kind_) or isinstance(event.get(key), bool):
+                            raise RunLogError(f"{where}: event needs {key!r} ({kind_.__name__})")
+                    log.published.append(Published(time, event))
+                else:
+                    pname = _field(record, "process", str, where)
+                    if pname not in log.processes:
+                        what = "delivery by" if kind == "deliver" else "notification of"
+                        raise RunLogError(f"{where}: {what} undeclared process {pname!r}")
+                    if kind == "notify":
+                        log.notified.append(Notified(time, pname, _field(record, "event", str, where)))
+                        continue
+                    relation = _field(record, "relation", list, where)
+                    if not all(isinstance(x, str) for x in relation):
+                        raise RunLogError(f"{where}: a relation is a list of event ids")
+                    conj = _field(record, "conjunction", int, where)
+                    log.delivered.append(Delivered(time, pname, conj, tuple(relation)))
+            elif kind == "final":
+                pname = _field(record, "process", str, where)
+                log.final[pname] = _field(record, "queues", list, where)
+            else:
+                raise RunLogError(f"{where}: unknown record kind {kind!r}")
+        if log is None:
+            raise RunLogError(f"{name}: empty run log")
+        return log
+
+
+def _field(record: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    value = record.get(key)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise RunLogError(f"{where}: field {key!r} must be {kind.__name__}")
+    return value
+
+
+class RunRecorder:
+    """Builds a :class:`RunLog` while a run happens: one clock for publications and deliveries."""
+
+    def __init__(self, types_source: str, processes: Mapping[str, str]):
+        self.log = RunLog(types_source, dict(processes))
+        self._time = 0
+        self._seq: dict[str, int] = {}
+
+    def publish(self, event: Mapping[str, Any], *, default_publisher: str = "publisher") -> dict[str, Any]:
+        """Record a publication; fills in ``publisher`` and a per-publisher ``seq`` when missing."""
+        stamped = dict(event)
+        publisher = stamped.setdefault("publisher", default_publisher)
+        if "seq" not in stamped:
+            stamped["seq"] = self._seq.get(publisher, 0)
+        self._seq[publisher] = max(self._seq.get(publisher, 0), stamped["seq"]) + 1
+        self._time += 1
+        self.log.published.append(Published(self._time, stamped))
+        return stamped
+
+    def deliver(self, process: str, conjunction: int, relation: Iterable[str]) -> None:
+        self._time += 1
+        self.log.delivered.append(Delivered(self._time, process, conjunction, tuple(relation)))
+
+    def notify(self, process: str, event_id: str) -> None:
+        """An ordering layer handed ``event_id`` to ``process``."""
+        self._time += 1
+        self.log.notified.append(Notified(self._time, process, event_id))
+
+    @property
+    def clock(self) -> int:
+        """The time of the last record."""
+        return self._time
+
+    def joined(self, process: str, peer: str | None) -> None:
+        """``process`` joins now: from ``peer``'s state, or fresh."""
+        self.log.joined[process] = (self._time, peer)
+
+    def left(self, process: str) -> None:
+        """``process`` leaves now."""
+        self.log.left[process] = self._time
+
+    def finish(self, final: Mapping[str, list[dict[str, list[str]]]]) -> RunLog:
+        self.log.final = dict(final)
+        return self.log
+
+
+def merge_runlogs(logs: Iterable[tuple[str, RunLog]]) -> RunLog:
+    """One run log from the logs of a run's processes (``(name, log)`` each), as the processes
+    of a deployment write them: each with the same types, its own process record (subscribers),
+    its publications (publishers) or deliveries, timed by a clock all of them share (the host's
+    wall clock, in nanoseconds). Records are interleaved by that time, a process's own order kept,
+    and renumbered 1, 2, ...; times of joins and leaves are mapped onto the new numbering."""
+    items = list(logs)
+    if not items:
+        raise RunLogError("no run logs to merge")
+    first_name, first = items[0]
+    out = RunLog(first.types_source)
+    records: list[tuple[int, int, int, Any]] = []
+    for rank, (name, log) in enumerate(items):
+        if log.types_source != first.types_source:
+            raise RunLogError(f"{name}: its types differ from those of {first_name}")
+        for process, source in log.processes.items():
+            if out.processes.setdefault(process, source) != source:
+                raise RunLogError(f"{name}: process {process} has another subscription in another log")
+        out.final.update(log.final)
+        records += [(p.time, rank, k, p) for k, p in enumerate(log.published)]
+        records += [(d.time, rank, len(log.published) + k, d) for k, d in enumerate(log.delivered)]
+        base = len(log.published) + len(log.delivered)
+        records += [(n.time, rank, base + k, n) for k, n in enumerate(log.notified)]
+    records.sort(key=lambda r: r[:3])
+    # A publication of a UDP publisher is recorded by each root replica that commits it (its
+    # publisher cannot know whether it is ever ordered): the same record from several processes
+    # counts once, at its earliest time. Within one process a repeated record is kept (and judged).
+    first_by: dict[str, int] = {}
+    kept = []
+    for r in records:
+        if isinstance(r[3], Published):
+            rank = first_by.setdefault(json.dumps(r[3].event, sort_keys=True), r[1])
+            if rank != r[1]:
+                continue
+        kept.append(r)
+    records = kept
+    times = [r[0] for r in records]
+
+    def renumbered(time: int) -> int:
+        # The new time of the last record at or before ``time`` (0: before every record).
+        return bisect_right(times, time)
+
+    for n, (_, _, _, record) in enumerate(records, start=1):
+        if isinstance(record, Published):
+            out.published.append(Published(n, record.event))
+        elif isinstance(record, Notified):
+            out.notified.append(Notified(n, record.process, record.event))
+        else:
+            out.delivered.append(Delivered(n, record.process, record.conjunction, record.relation))
+    for _, log in items:
+        out.joined.update({p: (renumbered(t), peer) for p, (t, peer) in log.joined.items()})
+        out.left.update({p: renumbered(t) for p, t in log.left.items()})
+    return out
