@@ -14,8 +14,9 @@ import argparse
 import platform
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from faidecs import Engine
 
@@ -82,10 +83,11 @@ def main() -> None:
     t_full, n_full = timed(with_validation)
     t_pre, n_pre = timed(prevalidated)
     assert n_full == n_pre
-    print(f"stock program: {args.events / t_full:>10,.0f} events/s with validation, "
-          f"{args.events / t_pre:>10,.0f} events/s pre-validated, {n_full} deliveries")
-    print(f"  validation alone: {args.events / t_val:,.0f} events/s "
-          f"({t_val / t_full:.0%} of the full run)")
+    print(
+        f"stock program: {args.events / t_full:>10,.0f} events/s with validation, "
+        f"{args.events / t_pre:>10,.0f} events/s pre-validated, {n_full} deliveries"
+    )
+    print(f"  validation alone: {args.events / t_val:,.0f} events/s ({t_val / t_full:.0%} of the full run)")
 
     join = join_stream(args.join_events, rng)
     print("two-type join `A.k = B.k and A[1].v > A[0].v` (events/s, deliveries):")

@@ -41,8 +41,18 @@ def write_deployment(
         "",
     ]
     for k, (name, subscription) in enumerate(subscribers.items()):
-        lines += [f"[subscribers.{name}]", f'address = "tcp://127.0.0.1:{port + 100 + k}"', f'subscription = "{subscription}"', ""]
-    lines += ["[publishers.p1]", f'address = "tcp://127.0.0.1:{port + 99}"', 'events = "events.jsonl"', f"rate = {rate}"]
+        lines += [
+            f"[subscribers.{name}]",
+            f'address = "tcp://127.0.0.1:{port + 100 + k}"',
+            f'subscription = "{subscription}"',
+            "",
+        ]
+    lines += [
+        "[publishers.p1]",
+        f'address = "tcp://127.0.0.1:{port + 99}"',
+        'events = "events.jsonl"',
+        f"rate = {rate}",
+    ]
     (folder / "deployment.toml").write_text("\n".join(lines) + "\n")
     create_keys(folder / "keys", [*names, *subscribers, "p1"])
     return folder / "deployment.toml"

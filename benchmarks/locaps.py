@@ -42,7 +42,9 @@ def run_join(depth: int, publisher_at: str, covered: bool, *, gap: float = 5.0, 
     attach = {"pub": publisher_at, "new": leaf, "old": _leaf(depth, 1)}  # old: the sibling leaf
     join = depth * HOP + 100  # after the stream has filled the tree
     horizon = join + 2 * depth * HOP + 200
-    events = tuple(Publication(t * gap, "pub", {"id": f"e{t}", "type": "A", "attrs": {"x": 0}}) for t in range(int(horizon / gap)))
+    events = tuple(
+        Publication(t * gap, "pub", {"id": f"e{t}", "type": "A", "attrs": {"x": 0}}) for t in range(int(horizon / gap))
+    )
     workload = Workload(
         "type A(x: int)\ntype B(x: int)\n",
         {"new": "subscription new: A", "old": "subscription old: A and B" if covered else "subscription old: B"},
@@ -113,12 +115,15 @@ def main() -> None:
         "hop_ms": HOP,
         "diameter": diameter_curve(depths=depths, distance=5, measured=True),
         "distance": [
-            {"distance": k, **diameter_curve(depths=(depths[-1],), distance=k, measured=True)[0]} for k in range(1, depths[-1] + 1)
+            {"distance": k, **diameter_curve(depths=(depths[-1],), distance=k, measured=True)[0]}
+            for k in range(1, depths[-1] + 1)
         ],
         "coverage": [
             row
             for d in depths
-            for row in coverage_curve(depth=d, probabilities=(0.0, 0.25, 0.5, 0.75, 1.0), samples=samples, measured=True)
+            for row in coverage_curve(
+                depth=d, probabilities=(0.0, 0.25, 0.5, 0.75, 1.0), samples=samples, measured=True
+            )
         ],
         "f": f_curve(fs=(1, 2, 3, 4), depth=depths[-1]),
     }
@@ -138,7 +143,10 @@ def main() -> None:
             continue
         cols = list(rows[0])
         lines += [f"## {key}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-        lines += ["| " + " | ".join(f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + " |" for r in rows]
+        lines += [
+            "| " + " | ".join(f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + " |"
+            for r in rows
+        ]
         lines.append("")
     lines.append(f"{result['seconds']} s")
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")

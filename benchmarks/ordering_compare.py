@@ -30,9 +30,10 @@ import statistics
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -41,13 +42,13 @@ from ordering_seed004 import build as atoms_build  # noqa: E402
 from ordering_workloads import PAPER_SHAPES, calibrate, client_probs, percentile, site_probabilities, subscriptions  # noqa: E402
 from run import machine  # noqa: E402
 
+from faidecs.merging.roles import role_name  # noqa: E402
 from faidecs.ordering.atoms import AtomsLayer, double_overlaps  # noqa: E402
 from faidecs.ordering.atoms.placement import colocate  # noqa: E402
 from faidecs.ordering.atoms.sequencer import atom_address  # noqa: E402
 from faidecs.ordering.multistage import MultistageConfig, MultistageLayer  # noqa: E402
 from faidecs.ordering.network import Network  # noqa: E402
 from faidecs.overlay.core.messages import Decide, Down, Forward, Up  # noqa: E402
-from faidecs.merging.roles import role_name  # noqa: E402
 from faidecs.overlay.sim.scenario import Scenario, SimConfig  # noqa: E402
 from faidecs.overlay.sim.simulator import Simulation  # noqa: E402
 
@@ -134,7 +135,8 @@ def run_layer(work: Work, kind: str, seed: int) -> dict[str, Any]:
             # co-located atoms share a machine: a hop between two atoms of one sequencing node is local
             node_at = {atom_address(0, a): n for a, n in node_of.items()}
             net.delay = lambda src, dst, rng: (
-                0.0 if node_at.get(src, -1) == node_at.get(dst, -2) else uniform_delay(src, dst, rng))
+                0.0 if node_at.get(src, -1) == node_at.get(dst, -2) else uniform_delay(src, dst, rng)
+            )
         entity = lambda a: a.startswith("atoms/e")  # noqa: E731
     arrived: dict[tuple[str, str], float] = {}
     layer.start(net, dict(work.subs), lambda p, e, t: arrived.setdefault((p, e), net.now))
@@ -181,7 +183,10 @@ def run_layer(work: Work, kind: str, seed: int) -> dict[str, Any]:
         "cpu_per_message_us": 1e6 * cpu[0] / handled,
         "wall_s": wall,
     }
-    out |= latency([arrived[k] - sent_at[k[1]] for k in owed], {c: [arrived[(c, e)] - sent_at[e] for cc, e in owed if cc == c] for c in work.subs})
+    out |= latency(
+        [arrived[k] - sent_at[k[1]] for k in owed],
+        {c: [arrived[(c, e)] - sent_at[e] for cc, e in owed if cc == c] for c in work.subs},
+    )
     if kind == "multistage":
         out["stress"] = _tm_stress(layer, work)
         out["ordering_data"] = "timestamp entries <topic, counter> (|SG_T|)"
@@ -288,8 +293,9 @@ def run_overlay(work: Work, replicas: int, seed: int) -> dict[str, Any]:
     types = "".join(f"type {t}(x: int)\n" for t in work.names)
     subscribers = {c: f"subscription S: {' and '.join(sorted(ts))}" for c, ts in work.subs.items()}
     pubs = [(t, pub, {"id": eid, "type": topic, "attrs": {"x": 0}}) for t, pub, eid, topic in work.pubs]
-    config = SimConfig(seed=seed, replicas=replicas, min_delay=MIN_DELAY, max_delay=MAX_DELAY, settle=1500,
-                       matcher="reference")
+    config = SimConfig(
+        seed=seed, replicas=replicas, min_delay=MIN_DELAY, max_delay=MAX_DELAY, settle=1500, matcher="reference"
+    )
     sim = Measured(Scenario(types, subscribers, pubs, servers=SERVERS), config)
     wall = time.perf_counter()
     result = sim.run()
@@ -432,20 +438,29 @@ def markdown(result: dict[str, Any]) -> str:
             f" {r['stretch_p99']:.2f} | {r['stretch_dest_max']:.2f} | {r['cpu_per_message_us']:.1f} |"
             f" {fmt_rate(r['bound_common'])} | {fmt_rate(r['bound_measured'])} |"
         )
-    out += ["\n## The overlay's messages by kind (per published event)\n",
-            "| workload | replicas | mergers | kinds | idle traffic (msgs/s) |", "|---|---|---|---|---|"]
+    out += [
+        "\n## The overlay's messages by kind (per published event)\n",
+        "| workload | replicas | mergers | kinds | idle traffic (msgs/s) |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         if r["layer"].startswith("overlay") and not r.get("rate_row"):
             kinds = ", ".join(f"{k} {v}" for k, v in r["by_kind_per_event"].items())
-            out.append(f"| {r['workload']} | {r['layer'][-1]} | {r['mergers']} | {kinds} | {r['idle_messages_per_s']:,.0f} |")
+            out.append(
+                f"| {r['workload']} | {r['layer'][-1]} | {r['mergers']} | {kinds} | {r['idle_messages_per_s']:,.0f} |"
+            )
     rate = [r for r in rows if r.get("rate_row") is not None]
     if rate:
-        out += ["\n## Rate sensitivity (one workload; mean gap between publications)\n",
-                "| workload | layer | gap (ms) | msgs/event | busiest msgs/event | stretch mean | bound, common (ev/s) |",
-                "|---|---|---|---|---|---|---|"]
+        out += [
+            "\n## Rate sensitivity (one workload; mean gap between publications)\n",
+            "| workload | layer | gap (ms) | msgs/event | busiest msgs/event | stretch mean | bound, common (ev/s) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in rate:
-            out.append(f"| {r['workload']} | {r['layer']} | {r['gap']} | {r['messages_per_event']:.1f} |"
-                       f" {r['busiest_handled_per_event']:.2f} | {r['stretch_mean']:.2f} | {fmt_rate(r['bound_common'])} |")
+            out.append(
+                f"| {r['workload']} | {r['layer']} | {r['gap']} | {r['messages_per_event']:.1f} |"
+                f" {r['busiest_handled_per_event']:.2f} | {r['stretch_mean']:.2f} | {fmt_rate(r['bound_common'])} |"
+            )
     out += ["", PAPERS, DIFFERENCES]
     return "\n".join(out) + "\n"
 
@@ -540,8 +555,12 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
     rows = [r for r in result["rows"] if not r.get("rate_row")]
     works = list(dict.fromkeys(r["workload"] for r in rows))
-    metrics = [("stretch_mean", "stretch (mean)"), ("messages_per_event", "messages per event"),
-               ("busiest_handled_per_event", "busiest entity: messages per event"), ("header_mean", "ordering entries per event")]
+    metrics = [
+        ("stretch_mean", "stretch (mean)"),
+        ("messages_per_event", "messages per event"),
+        ("busiest_handled_per_event", "busiest entity: messages per event"),
+        ("header_mean", "ordering entries per event"),
+    ]
     fig, axes = plt.subplots(2, 2, figsize=(13, 8))
     width = 0.8 / len(LAYERS)
     for ax, (key, title) in zip(axes.flat, metrics):
@@ -574,15 +593,27 @@ def main() -> None:
 
     def measure(work: Work, kind: str, gap: float, rate_row: bool) -> None:
         r = run_one(work, kind, args.seed)
-        r |= {"workload": work.label, "topics": work.topics, "clients": work.clients, "pattern": work.pattern,
-              "s": work.s, "layer": kind, "events": len(work.pubs), "gap": gap, "rate_row": rate_row or None}
+        r |= {
+            "workload": work.label,
+            "topics": work.topics,
+            "clients": work.clients,
+            "pattern": work.pattern,
+            "s": work.s,
+            "layer": kind,
+            "events": len(work.pubs),
+            "gap": gap,
+            "rate_row": rate_row or None,
+        }
         r["bound_common"] = 1 / (r["busiest_handled_per_event"] * args.service_us * 1e-6)
         r["bound_measured"] = 1 / (r["busiest_handled_per_event"] * r["cpu_per_message_us"] * 1e-6)
         rows.append(r)
-        print(f"  {work.label:36} {kind:16} gap {gap:4} hdr {r['header_mean']:5.2f} msgs/ev {r['messages_per_event']:6.1f}"
-              f" busiest {r['busiest_handled_per_event']:5.2f} share {r['busiest_event_share']:.2f} stress {r['stress']:.2f}"
-              f" stretch {r['stretch_mean']:5.2f} p99 {r['stretch_p99']:5.2f} cpu {r['cpu_per_message_us']:5.1f}us"
-              f" [{r['wall_s']:.1f}s]", flush=True)
+        print(
+            f"  {work.label:36} {kind:16} gap {gap:4} hdr {r['header_mean']:5.2f} msgs/ev {r['messages_per_event']:6.1f}"
+            f" busiest {r['busiest_handled_per_event']:5.2f} share {r['busiest_event_share']:.2f} stress {r['stress']:.2f}"
+            f" stretch {r['stretch_mean']:5.2f} p99 {r['stretch_p99']:5.2f} cpu {r['cpu_per_message_us']:5.1f}us"
+            f" [{r['wall_s']:.1f}s]",
+            flush=True,
+        )
 
     for n, clients in args.sizes:
         for pattern in PAPER_SHAPES:
@@ -594,8 +625,12 @@ def main() -> None:
         work = workload(n, clients, "spray", args.events, gap, args.seed)
         for kind in ("multistage", "overlay r=3", "overlay r=1"):
             measure(work, kind, gap, True)
-    result = {"machine": machine(), "args": {k: v for k, v in vars(args).items() if k != "out"}, "rows": rows,
-              "wall": time.perf_counter() - started}
+    result = {
+        "machine": machine(),
+        "args": {k: v for k, v in vars(args).items() if k != "out"},
+        "rows": rows,
+        "wall": time.perf_counter() - started,
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     suffix = "-quick" if args.quick else ""

@@ -136,7 +136,6 @@ def main() -> None:
         print(layer, json.dumps(result[layer]), flush=True)
     if not args.no_baseline:
         from faidecs.net.zkserver import ZooKeeperServer
-
         from faidecs.overlay.runtime.launcher import LaunchError
 
         try:

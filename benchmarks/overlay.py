@@ -140,8 +140,9 @@ def traffic(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def speed(args: argparse.Namespace) -> dict[str, Any]:
-    from faidecs.overlay.sim.generate import random_deployment
     import random
+
+    from faidecs.overlay.sim.generate import random_deployment
 
     start = time.perf_counter()
     events = messages = 0

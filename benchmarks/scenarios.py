@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from deployed import measure, scratch, write_deployment  # noqa: E402
 from run import machine  # noqa: E402
 
-from faidecs.overlay.runtime.deployment import Deployment  # noqa: E402
 from faidecs.net.zkserver import ZooKeeperServer  # noqa: E402
+from faidecs.overlay.runtime.deployment import Deployment  # noqa: E402
 
 TYPES = "ABCD"
 DECLS = "".join(f"type {t}(x: int, y: int)\n" for t in TYPES)
@@ -92,7 +92,14 @@ def main() -> None:
                     row: dict[str, Any] = {"scenario": scenario, "subscribers": count, "ordering": label}
                     port += 200
                     path = write_deployment(
-                        scratch(), program(scenario), events(n, 1), subscribers, ordering=ordering, replicas=replicas, rate=0, port=port
+                        scratch(),
+                        program(scenario),
+                        events(n, 1),
+                        subscribers,
+                        ordering=ordering,
+                        replicas=replicas,
+                        rate=0,
+                        port=port,
                     )
                     row["throughput"] = measure(zk.address, path)
                     if count == counts[len(counts) // 2]:
@@ -126,7 +133,11 @@ def markdown(r: dict[str, Any]) -> str:
         "| scenario | subscribers | ordering | events/s | vs faidecs | latency p50 / p99 (ms) |",
         "|---|---|---|---|---|---|",
     ]
-    base = {(x["scenario"], x["subscribers"]): x["throughput"]["events_per_s"] for x in r["rows"] if x["ordering"] == "faidecs"}
+    base = {
+        (x["scenario"], x["subscribers"]): x["throughput"]["events_per_s"]
+        for x in r["rows"]
+        if x["ordering"] == "faidecs"
+    }
     for x in r["rows"]:
         rate = x["throughput"]["events_per_s"]
         ratio = base.get((x["scenario"], x["subscribers"]), 0) / rate if rate else 0
@@ -151,7 +162,11 @@ def plot(r: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, len(scenarios), figsize=(4 * len(scenarios), 3.2), sharey=True)
     for ax, scenario in zip(axes, scenarios):
         for label in dict.fromkeys(x["ordering"] for x in r["rows"]):
-            pts = [(x["subscribers"], x["throughput"]["events_per_s"]) for x in r["rows"] if x["scenario"] == scenario and x["ordering"] == label]
+            pts = [
+                (x["subscribers"], x["throughput"]["events_per_s"])
+                for x in r["rows"]
+                if x["scenario"] == scenario and x["ordering"] == label
+            ]
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
         ax.set_title(f"scenario {scenario}")
         ax.set_xlabel("subscribers")

@@ -76,7 +76,9 @@ def embedded_rate(text: str, folder: Path, limit: int) -> dict[str, Any]:
         types = table["type"].to_numpy(dtype=object)[:n]
         part = table.iloc[:n]
         mine = {t: part[types == t] for t in TYPES}
-        return {t: {"id": m["id"].to_numpy(dtype=object), **{a: m[a].to_numpy() for a in "abc"}} for t, m in mine.items()}, types
+        return {
+            t: {"id": m["id"].to_numpy(dtype=object), **{a: m[a].to_numpy() for a in "abc"}} for t, m in mine.items()
+        }, types
 
     # Kernels loaded before the clock starts, as the Spark workers' engines do (kernels="eager"):
     # a default engine would run its first batch on the reference matcher while they compile.

@@ -38,7 +38,7 @@ class Workload:
             out.append({"id": str(k + 1), "type": t, "attrs": attrs})
         return out
 
-    def head(self, n: int) -> "Workload":
+    def head(self, n: int) -> Workload:
         """The first ``n`` events as a workload of their own."""
         order = self.order[:n]
         tables = {t: {a: col[: int((order == t).sum())] for a, col in cols.items()} for t, cols in self.tables.items()}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from faidecs.span import Span
 
@@ -86,7 +86,7 @@ class EventError(FaidecsError):
             where.append(f"attribute {self.attribute!r}")
         return (", ".join(where) + ": " if where else "") + self.reason
 
-    def at_line(self, line: int) -> "EventError":
+    def at_line(self, line: int) -> EventError:
         """The same error, located at an input line."""
         return EventError(
             self.reason,

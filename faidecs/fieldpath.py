@@ -18,7 +18,7 @@ class BadField(Exception):
         self.reason = reason
         self.path: list[str | int] = []  # innermost step first
 
-    def at(self, step: str | int) -> "BadField":
+    def at(self, step: str | int) -> BadField:
         self.path.append(step)
         return self
 

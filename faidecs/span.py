@@ -17,5 +17,5 @@ class Span:
     end: int
 
     @staticmethod
-    def unknown() -> "Span":
+    def unknown() -> Span:
         return Span(0, 0, 0, 0, 0, 0)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Callable, Mapping, Sequence, TypeVar, Union
+from functools import cache
+from typing import Any, TypeVar, Union
 
 from hypothesis import strategies as st
 
@@ -61,7 +62,7 @@ T_ = TypeVar("T_")
 # freshly built strategy objects: the helpers below draw from cached strategies instead.
 
 
-@lru_cache(maxsize=None)
+@cache
 def _between(lo: int, hi: int) -> st.SearchStrategy[int]:
     return st.integers(lo, hi)
 
@@ -75,7 +76,7 @@ def pick(draw: st.DrawFn, seq: Sequence[T_]) -> T_:
     return seq[between(draw, 0, len(seq) - 1)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def unique_lists(options: tuple[str, ...], lo: int, hi: int) -> st.SearchStrategy[list[str]]:
     return st.lists(st.sampled_from(options), min_size=lo, max_size=hi, unique=True)
 
@@ -490,7 +491,7 @@ def _event_space(t: TypeSpec) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _event_lists(types: tuple[TypeSpec, ...], size: int) -> st.SearchStrategy[list[tuple[str, dict[str, Any]]]]:
     """Two integer draws per event (its type, then its values as an index into all the values
     of that type): a stream is the largest part of an example, and per-attribute draws made

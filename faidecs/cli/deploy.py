@@ -55,7 +55,9 @@ def cmd_node(args: argparse.Namespace) -> int:
 def status_table(statuses: dict[str, dict[str, Any]], previous: dict[str, dict[str, Any]] | None = None) -> str:
     """Per merger replica: role, leader, epoch, state, log and commit positions, buffered inputs,
     commits per second since ``previous``; per client: deliveries or publications."""
-    lines = [f"{'process':<10} {'merger':<24} {'leader':<8} {'epoch':>5} {'state':<10} {'commit':>8} {'rate/s':>8} {'buffered':>8}"]
+    lines = [
+        f"{'process':<10} {'merger':<24} {'leader':<8} {'epoch':>5} {'state':<10} {'commit':>8} {'rate/s':>8} {'buffered':>8}"
+    ]
     for name in sorted(statuses):
         s = statuses[name]
         before = (previous or {}).get(name)
@@ -68,7 +70,9 @@ def status_table(statuses: dict[str, dict[str, Any]], previous: dict[str, dict[s
                 f"{m['commit']:>8} {rate:>8.0f} {m['buffered']:>8}"
             )
         if "delivered" in s:
-            lines.append(f"{name:<10} subscriber: {s['delivered']} deliveries" + ("" if s.get("started") else " (starting)"))
+            lines.append(
+                f"{name:<10} subscriber: {s['delivered']} deliveries" + ("" if s.get("started") else " (starting)")
+            )
         if "published" in s:
             lines.append(f"{name:<10} publisher: {s['published']} events" + (" (done)" if s.get("done") else ""))
         if s.get("rejected"):

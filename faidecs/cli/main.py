@@ -7,12 +7,13 @@ import contextlib
 import json
 import os
 import sys
-from typing import IO, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import IO
 
 from faidecs.cli.inputs import CliError, read_text
-from faidecs.lab.describe import describe_program, program_json
 from faidecs.errors import EventError, FaidecsError, ProgramError
 from faidecs.grammar import compile_program
+from faidecs.lab.describe import describe_program, program_json
 from faidecs.matching.bounds import Bounds
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
@@ -88,9 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--overflow needs --max-queue")
     engine = Engine.from_source(text, filename=args.program, matcher=args.matcher, bounds=bounds)
     if args.on_error == "skip":
-        rejects_path = args.rejects or (
-            "stdin.rejects.jsonl" if args.events == "-" else f"{args.events}.rejects.jsonl"
-        )
+        rejects_path = args.rejects or ("stdin.rejects.jsonl" if args.events == "-" else f"{args.events}.rejects.jsonl")
     elif args.rejects:
         raise CliError("--rejects needs --on-error skip")
     else:
@@ -247,7 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser("verify", help="check every property on a run log (exit 1 if one is violated)")
     verify.add_argument(
-        "log", nargs="+", help="run log ('-' for stdin); several (one per process) are merged; a run folder of overlay up"
+        "log",
+        nargs="+",
+        help="run log ('-' for stdin); several (one per process) are merged; a run folder of overlay up",
     )
     verify.add_argument("--json", action="store_true", help="print the results as JSON")
     verify.set_defaults(func=cmd_verify)

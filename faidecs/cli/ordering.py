@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-
 from collections import Counter
 from pathlib import Path
 
@@ -51,7 +50,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 1 if totals["stalled runs"] or totals["violated: Total Notification Order"] else 0
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ordering = sub.add_parser(
         "ordering", help="the seed papers' ordering layers (multistage sequencer, sequencing atoms)"
     )

@@ -7,8 +7,9 @@ import json
 import random
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from faidecs.cli.inputs import read_text
 from faidecs.errors import FaidecsError
@@ -191,7 +192,9 @@ def _count(text: str) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    overlay = sub.add_parser("overlay", help="the merging overlay: simulate a deployment, draw its mergers, run it as processes")
+    overlay = sub.add_parser(
+        "overlay", help="the merging overlay: simulate a deployment, draw its mergers, run it as processes"
+    )
     osub = overlay.add_subparsers(dest="overlay_command", required=True)
 
     sim = osub.add_parser(

@@ -6,7 +6,7 @@ faidecs uses.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from faidecs.errors import Diagnostic, ProgramError
 from faidecs.grammar import ast

@@ -12,8 +12,6 @@ from typing import Union
 from faidecs.span import Span as Span  # re-exported: spans are part of the tree's vocabulary
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class AttributeDecl:
     name: str
@@ -62,37 +60,37 @@ class Literal:
 
 @dataclass(frozen=True, slots=True)
 class Neg:
-    operand: "Expr"
+    operand: Expr
     span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Arith:
     op: str  # + - * /
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
     span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Compare:
     op: str  # < > <= >= = != (`==` is read as `=`)
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
     span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class And:
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
     span: Span = field(compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Or:
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
     span: Span = field(compare=False)
 
 

@@ -7,8 +7,9 @@ offending text. Its output is a resolved boolean tree per subscription that
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Union
+from typing import Union
 
 from faidecs.errors import Diagnostic
 from faidecs.grammar import ast
@@ -53,14 +54,14 @@ class Atom:
 
 @dataclass(frozen=True, slots=True)
 class AllOf:
-    left: "Condition"
-    right: "Condition"
+    left: Condition
+    right: Condition
 
 
 @dataclass(frozen=True, slots=True)
 class AnyOf:
-    left: "Condition"
-    right: "Condition"
+    left: Condition
+    right: Condition
 
 
 Condition = Union[Atom, AllOf, AnyOf]

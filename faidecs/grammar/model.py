@@ -84,15 +84,15 @@ class Const:
 
 @dataclass(frozen=True, slots=True)
 class Negate:
-    operand: "Value"
+    operand: Value
     kind: Kind
 
 
 @dataclass(frozen=True, slots=True)
 class ArithOp:
     op: str
-    left: "Value"
-    right: "Value"
+    left: Value
+    right: Value
     kind: Kind
 
 
@@ -147,7 +147,7 @@ class Predicate:
     span: Span = field(compare=False, default_factory=Span.unknown)
 
     @staticmethod
-    def make(op: str, left: Value, right: Value, span: Span) -> "Predicate":
+    def make(op: str, left: Value, right: Value, span: Span) -> Predicate:
         """Build the predicate in canonical orientation: the side with instances first,
         ties broken by text, so that `20 > T.a` and `T.a < 20` are the same predicate."""
         lt, rt = value_text(left), value_text(right)
@@ -216,7 +216,7 @@ class Conjunction:
             groups.setdefault(find(t), set()).add(t)
         return tuple(frozenset(g) for g in groups.values())
 
-    def project(self, types: frozenset[str]) -> "Conjunction":
+    def project(self, types: frozenset[str]) -> Conjunction:
         """The part of the conjunction over ``types`` (meaningful for a union of components)."""
         signature = tuple(s for s in self.signature if s.type_name in types)
         preds = tuple(p for p in self.predicates if all(s.type_name in types for s in p.slots))

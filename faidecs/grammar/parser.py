@@ -142,8 +142,10 @@ class _ToAst(Transformer[Token, Any]):
         operand = children[0]
         span = _span_of(meta)
         # Fold `-5` into a literal so that negative constants print and compare as constants.
-        if isinstance(operand, ast.Literal) and isinstance(operand.value, (int, float)) and not isinstance(
-            operand.value, bool
+        if (
+            isinstance(operand, ast.Literal)
+            and isinstance(operand.value, (int, float))
+            and not isinstance(operand.value, bool)
         ):
             return ast.Literal(-operand.value, span)
         return ast.Neg(operand, span)

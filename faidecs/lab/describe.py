@@ -43,9 +43,7 @@ def subscription_json(sub: Subscription) -> dict[str, Any]:
 
 def program_json(program: Program) -> dict[str, Any]:
     return {
-        "types": {
-            t.name: {a.name: a.kind.value for a in t.attributes} for t in program.types.values()
-        },
+        "types": {t.name: {a.name: a.kind.value for a in t.attributes} for t in program.types.values()},
         "subscriptions": [subscription_json(s) for s in program.subscriptions],
     }
 
@@ -57,9 +55,7 @@ def describe_program(program: Program) -> str:
     for sub in program.subscriptions:
         lines.append("")
         staged = ", covering staged" if sub.covering is Covering.STAGED else ""
-        lines.append(
-            f"subscription {sub.name} (matching {sub.matching.value}, disposal {sub.disposal.value}{staged})"
-        )
+        lines.append(f"subscription {sub.name} (matching {sub.matching.value}, disposal {sub.disposal.value}{staged})")
         for conj in sub.conjunctions:
             lines.append(f"  conjunction {conj.written_index}: {conj.condition_text()}")
             lines.append(f"    signature: [{', '.join(str(s) for s in conj.signature)}]")

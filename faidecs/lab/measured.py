@@ -151,16 +151,12 @@ STAGED_VIOLATIONS: dict[str, tuple[str, ...]] = {
         "Type FIFO Order",
         "Type Total Order",
     ),
-    "FR+PI+covering staged": (
-        "Event Validity",
-    ),
+    "FR+PI+covering staged": ("Event Validity",),
     "FRC+PI+covering staged": (
         "Conjunction Validity",
         "Event Validity",
     ),
-    "MR+PI+covering staged": (
-        "Event Validity",
-    ),
+    "MR+PI+covering staged": ("Event Validity",),
     "MRC+PI+covering staged": (
         "Conjunction Validity",
         "Event Validity",

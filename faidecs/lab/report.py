@@ -37,8 +37,14 @@ def counterexample(s: Scenario, matching: str, disposal: str, prop: str, extra: 
     for name, rule in s.reactions:
         lines.append(f"# {name} publishes {rule.type_name}(a={rule.value}) after each delivery, at most {rule.limit}x")
     records = sorted(
-        [(p.time, f"publish {p.id}: {p.type}(a={p.event['attrs']['a']})" + (
-            f" by {p.publisher}" if p.publisher != "publisher" else "")) for p in log.published]
+        [
+            (
+                p.time,
+                f"publish {p.id}: {p.type}(a={p.event['attrs']['a']})"
+                + (f" by {p.publisher}" if p.publisher != "publisher" else ""),
+            )
+            for p in log.published
+        ]
         + [(d.time, f"    {d.process} delivers [{', '.join(d.relation)}]") for d in log.delivered]
     )
     lines += [text for _, text in records]

@@ -6,8 +6,9 @@ out; :func:`run` turns one into a run log under one matching and disposal option
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 from faidecs.matching.delivery import Delivery
 from faidecs.runs.processes import run_processes
@@ -43,10 +44,10 @@ class Scenario:
     def size(self) -> int:
         return len(self.events) * 10 + sum(len(c) + 5 for _, cs in self.processes for c in cs) + len(self.reactions)
 
-    def without_event(self, k: int) -> "Scenario":
+    def without_event(self, k: int) -> Scenario:
         return replace(self, events=self.events[:k] + self.events[k + 1 :])
 
-    def without_process(self, k: int) -> "Scenario":
+    def without_process(self, k: int) -> Scenario:
         name = self.processes[k][0]
         return replace(
             self,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Iterator
 
 from faidecs.errors import ProgramError
 from faidecs.grammar.model import Disposal, Matching
@@ -149,7 +149,9 @@ def paper_row(matching: str, disposal: str) -> set[str]:
     return set(PAPER_VIOLATIONS[(Matching(matching), Disposal(disposal))])
 
 
-def render_table(found: dict[str, dict[str, Finding]], combinations: tuple[tuple[str, str], ...], extra: str = "") -> str:
+def render_table(
+    found: dict[str, dict[str, Finding]], combinations: tuple[tuple[str, str], ...], extra: str = ""
+) -> str:
     """One row per combination; `X` violated (found), `.` none found; `!` marks a cell that
     differs from the paper's Table 4.1."""
     abbrev = {p: "".join(w[0] for w in p.split()) for p in PROPERTIES}

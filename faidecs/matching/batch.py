@@ -11,9 +11,9 @@ events one by one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -227,11 +227,12 @@ def publish_batch(scope: BatchScope, tables: Mapping[str, Any], order: Any) -> B
                     for t, w in zip(conj.types, (c.width for c in conj.codecs))
                 ]
 
-
                 def event_id(b: int, at: np.ndarray = at) -> str:
                     return rows_of_batch.event_id(int(at[b]))
 
-                found, overflow = conj.run_batch(lookup[codes[at]], ev_row[at], first + at, ticks, local_tables, event_id)
+                found, overflow = conj.run_batch(
+                    lookup[codes[at]], ev_row[at], first + at, ticks, local_tables, event_id
+                )
                 if overflow is not None:
                     overflows.append((int(at[overflow.position]), len(overflows), overflow.error))
                 groups.append(BatchGroup(sub.name, index, signature, at[found[:, 0]], found[:, 1:].copy()))

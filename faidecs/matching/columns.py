@@ -9,7 +9,8 @@ strings only for (in)equality; ordering comparisons of strings stay with the ref
 from __future__ import annotations
 
 import struct
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -9,8 +9,9 @@ relation found by a kernel is handed out as the very ``Event`` objects that were
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,10 +20,8 @@ from faidecs.grammar.model import Conjunction, Const, Disposal, EventType, Match
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.columns import StringTable, TypeCodec
 from faidecs.matching.conjunction_state import ARRIVALS, CLOCK, TICKS, ConjunctionState, Validate, read_queues
-from faidecs.matching.reference import Queues
 from faidecs.matching.events import Event
 from faidecs.matching.kernel_cache import CompiledKernel
-from faidecs.matching.kernel_source import constant_array
 from faidecs.matching.kernel_layout import (
     ARRIVAL,
     DISPOSAL_CODES,
@@ -34,6 +33,8 @@ from faidecs.matching.kernel_layout import (
     field,
     meta_size,
 )
+from faidecs.matching.kernel_source import constant_array
+from faidecs.matching.reference import Queues
 
 INITIAL_CAPACITY = 16
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from faidecs.errors import QueueOverflowError, SnapshotError
 from faidecs.grammar.model import Conjunction, Disposal, Slot
@@ -200,7 +201,7 @@ class StagedConjunctionState:
 
     __slots__ = ("conjunction", "parts", "pending", "pending_arrivals", "_owner", "_delivered", "last_arrivals")
 
-    def __init__(self, conjunction: Conjunction, make: Callable[[Conjunction], "PlainState"]):
+    def __init__(self, conjunction: Conjunction, make: Callable[[Conjunction], PlainState]):
         self.conjunction = conjunction
         self.parts = [make(conjunction.project(c)) for c in conjunction.components()]
         self.pending: list[list[tuple[Event, ...]]] = [[] for _ in self.parts]

@@ -8,8 +8,9 @@ The order of ``publish`` calls is the total order all guarantees refer to.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from faidecs.errors import EventError, FaidecsError, QueueOverflowError, SnapshotError, SubscriptionNotFound
 from faidecs.gcpause import paused_gc
@@ -106,7 +107,7 @@ class Engine:
         matcher: str = "compiled",
         bounds: BoundsSpec = None,
         kernels: str | None = None,
-    ) -> "Engine":
+    ) -> Engine:
         """Compile a program; raises :class:`~faidecs.errors.ProgramError` with positions."""
         with paused_gc():
             program = compile_program(text, filename)
@@ -451,7 +452,7 @@ class Engine:
         matcher: str = "compiled",
         bounds: BoundsSpec = None,
         kernels: str | None = None,
-    ) -> "Engine":
+    ) -> Engine:
         """An engine in exactly the state ``snapshot`` describes. Bounds are configuration, not
         state: pass the same ``bounds`` as the engine that took the snapshot."""
         if not isinstance(snapshot, Mapping) or snapshot.get("format") != SNAPSHOT_FORMAT:

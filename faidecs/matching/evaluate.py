@@ -10,7 +10,8 @@ arithmetic, and compares exactly, as Python does, for comparisons."""
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from faidecs.grammar.model import ArithOp, AttrOf, Const, Negate, Predicate, Slot, Value
 from faidecs.matching.events import Event

@@ -12,9 +12,10 @@ other input, and every invalid one, goes through pydantic, which alone says what
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError
 from typing_extensions import TypedDict

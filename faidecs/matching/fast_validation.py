@@ -23,9 +23,10 @@ to pydantic):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from math import inf
-from typing import Any, Callable
+from typing import Any
 
 from faidecs.grammar.model import EventType, Kind
 

@@ -23,7 +23,7 @@ the conjunctions returned; independent of how many conjunctions the event does n
 from __future__ import annotations
 
 from bisect import insort
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -62,11 +62,11 @@ class Route:
         self.name = self.subscription.name
         self.signature = self.subscription.conjunctions[self.index].signature
 
-    def arrivals(self, seen: dict[str, int]) -> int:
+    def arrivals(self, seen: Mapping[str, int]) -> int:
         """The engine's arrivals of this conjunction's types so far."""
         return sum(map(seen.__getitem__, self.types))
 
-    def clock(self, seen: dict[str, int]) -> int:
+    def clock(self, seen: Mapping[str, int]) -> int:
         return self.offset + self.arrivals(seen)
 
     def take_clock(self, clock: int, seen: dict[str, int]) -> None:

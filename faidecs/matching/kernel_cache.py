@@ -16,11 +16,12 @@ import os
 import sys
 import tempfile
 import threading
-import weakref
 import time
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from faidecs.matching.kernel_source import KERNEL_VERSION, KernelSource
 
@@ -34,7 +35,7 @@ class CompiledKernel:
 
 
 # Weak: a kernel no conjunction state holds any more is released (with its module, below).
-_kernels: "weakref.WeakValueDictionary[str, CompiledKernel]" = weakref.WeakValueDictionary()
+_kernels: weakref.WeakValueDictionary[str, CompiledKernel] = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 
 

@@ -26,8 +26,8 @@ in the prescribed order, so it returns the same relation as the full search (see
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping
 
 import numpy as np
 

@@ -11,13 +11,14 @@ value and never merged.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from faidecs.errors import SnapshotError
 from faidecs.grammar.model import Conjunction, EventType
 from faidecs.matching.conjunction_state import AnyConjunctionState, Validate
-from faidecs.matching.reference import Queues
 from faidecs.matching.events import Event
+from faidecs.matching.reference import Queues
 
 
 class PartitionedConjunctionState:

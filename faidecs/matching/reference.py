@@ -12,7 +12,8 @@ worst case. DEQUEUE is linear in the queue lengths.
 
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 from faidecs.grammar.model import Conjunction, Disposal, Matching
 from faidecs.matching.evaluate import PredicateFn, compile_predicate

@@ -10,9 +10,9 @@ filter really is implied) but not complete, which costs at most one extra round 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Mapping
 
 from faidecs.grammar.model import Conjunction, Predicate, Slot
 from faidecs.matching.evaluate import PredicateFn, compile_predicate
@@ -34,11 +34,11 @@ class Filter:
     alternatives: Mapping[str, frozenset[Alternative]]
 
     @staticmethod
-    def nothing() -> "Filter":
+    def nothing() -> Filter:
         return Filter({})
 
     @staticmethod
-    def of(conj: Conjunction) -> "Filter":
+    def of(conj: Conjunction) -> Filter:
         """What a subscriber to ``conj`` needs: per slot, the slot's unary predicates."""
         out: dict[str, set[Alternative]] = {}
         for slot in conj.signature:
@@ -46,7 +46,7 @@ class Filter:
             out.setdefault(slot.type_name, set()).add(alt)
         return Filter({t: _normal(a) for t, a in out.items()})
 
-    def union(self, other: "Filter") -> "Filter":
+    def union(self, other: Filter) -> Filter:
         types = set(self.alternatives) | set(other.alternatives)
         return Filter(
             {
@@ -55,11 +55,11 @@ class Filter:
             }
         )
 
-    def restrict(self, types: Iterable[str]) -> "Filter":
+    def restrict(self, types: Iterable[str]) -> Filter:
         keep = set(types)
         return Filter({t: a for t, a in self.alternatives.items() if t in keep})
 
-    def covers(self, other: "Filter") -> bool:
+    def covers(self, other: Filter) -> bool:
         """Every event ``other`` passes, this filter passes."""
         for t, alts in other.alternatives.items():
             mine = self.alternatives.get(t)

@@ -10,8 +10,7 @@ agree.
 
 from __future__ import annotations
 
-from typing import Iterable
-
+from collections.abc import Iterable
 from dataclasses import replace
 
 from faidecs.grammar.model import Conjunction, Subscription

@@ -12,9 +12,9 @@ is attributed to the process whose key signed the connection, not to what the me
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from faidecs.errors import FaidecsError
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from faidecs.runs.runlog import FORMAT
 
@@ -46,7 +47,13 @@ class ProcessLog:
 
     def deliver(self, conjunction: int, relation: tuple[str, ...]) -> None:
         self._write(
-            {"record": "deliver", "time": self.now(), "process": self.process, "conjunction": conjunction, "relation": list(relation)}
+            {
+                "record": "deliver",
+                "time": self.now(),
+                "process": self.process,
+                "conjunction": conjunction,
+                "relation": list(relation),
+            }
         )
 
     def final(self, queues: list[dict[str, list[str]]]) -> None:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any, Iterable, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import zmq
 from zmq.auth.thread import ThreadAuthenticator

@@ -11,7 +11,8 @@ of them in the same order. It promises nothing about which events arrive beyond 
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from faidecs.ordering.network import Network
 

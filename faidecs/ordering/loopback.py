@@ -50,6 +50,10 @@ from typing import Any, cast
 from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.matching.engine import Engine
+from faidecs.net.certificates import Keys, create_keys
+from faidecs.net.children import stop_processes
+from faidecs.net.statusfile import read_statuses
+from faidecs.net.transport import Transport
 from faidecs.ordering.atoms.graph import BUILDERS, SequencingGraph
 from faidecs.ordering.atoms.message import EpochView, Sequenced
 from faidecs.ordering.atoms.overlap import groups_of
@@ -65,10 +69,6 @@ from faidecs.ordering.multistage.subscriber import EnsHooks, Subscriber
 from faidecs.ordering.network import Network
 from faidecs.ordering.realnet import RealNetwork
 from faidecs.ordering.wire import OrderingCodec
-from faidecs.net.certificates import Keys, create_keys
-from faidecs.net.children import stop_processes
-from faidecs.net.statusfile import read_statuses
-from faidecs.net.transport import Transport
 from faidecs.runs.runlog import Delivered, Notified, Published, RunLog, merge_runlogs
 
 LAYERS = ("multistage", "atoms")
@@ -91,7 +91,6 @@ def _topics(types_source: str, subscriptions: Mapping[str, str]) -> tuple[list[s
         program = compile_program(source, f"<subscription of {name}>", known_types=types)
         topics[name] = sorted({t for s in program.subscriptions for t in s.types})
     return sorted(types), topics
-
 
 
 def atoms_graph(plan: Mapping[str, Any]) -> SequencingGraph:

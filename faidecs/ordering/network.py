@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 Handler = Callable[[str, Any], None]  # (sender, message)
 

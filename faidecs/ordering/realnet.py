@@ -27,9 +27,9 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from faidecs.net.transport import Transport
 from faidecs.ordering.network import Handler, LinkStats, NetworkError
 from faidecs.ordering.wire import Envelope
-from faidecs.net.transport import Transport
 
 LOG = logging.getLogger("faidecs.ordering.realnet")
 #: Longest a step waits on the sockets when nothing else is due (seconds).

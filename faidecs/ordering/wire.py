@@ -63,8 +63,6 @@ class Envelope(NamedTuple):
     message: Any
 
 
-
-
 def _what(value: Any) -> str:
     return type(value).__name__
 

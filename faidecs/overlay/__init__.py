@@ -14,14 +14,14 @@ deterministic simulator that runs them (docs/overlay.md).
 [('s1', ('a1', 'b1')), ('s2', ('a1', 'b1'))]
 """
 
-from faidecs.overlay.core.coordination import Coordination, SimulatedCoordination
 from faidecs.merging.filters import Filter
+from faidecs.merging.roles import Role, conjunction_role, role_name, role_of
+from faidecs.overlay.core.coordination import Coordination, SimulatedCoordination
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
-from faidecs.merging.roles import Role, conjunction_role, role_name, role_of
+from faidecs.overlay.core.subscriber import SubscriberClient
 from faidecs.overlay.sim.scenario import Fault, Joiner, Reaction, Scenario, SimConfig
 from faidecs.overlay.sim.simulator import SimResult, Simulation, SimulationError, simulate
-from faidecs.overlay.core.subscriber import SubscriberClient
 from faidecs.overlay.sim.topology import Topology
 
 __all__ = [

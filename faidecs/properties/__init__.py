@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from faidecs.properties.agreement import conjunction_agreement, covering_agreement
 from faidecs.properties.gapless import gapless_causal_delivery, gapless_fifo_delivery

@@ -140,7 +140,9 @@ def gapless_causal_delivery(view: RunView) -> list[Violation]:
             remaining[p.publisher].remove(p.seq)
             for j, seqs in remaining.items():
                 if seqs and clocks[event_id].get(j, -1) >= seqs[-1]:
-                    earlier = next(e for e in ids if view.published[e].publisher == j and view.published[e].seq == seqs[-1])
+                    earlier = next(
+                        e for e in ids if view.published[e].publisher == j and view.published[e].seq == seqs[-1]
+                    )
                     why = f"{process} was handed {event_id} before {earlier}, which precedes it causally"
                     return [Violation(why, (earlier, event_id), (process,), (time, position[earlier]))]
     return []

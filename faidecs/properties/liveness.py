@@ -16,8 +16,9 @@ the promise can no longer be kept (see docs/properties.md for the exact judgemen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 from faidecs.grammar.model import Conjunction, Slot
 from faidecs.matching.evaluate import PredicateFn, compile_predicate
@@ -123,9 +124,7 @@ def event_validity(view: RunView) -> list[Violation]:
             for slot in free:
                 if slot.type_name != e.type or not _unary_ok(conj, slot, e):
                     continue
-                candidates = [
-                    [e] if s == slot else [x for x in later if x.type == s.type_name] for s in conj.signature
-                ]
+                candidates = [[e] if s == slot else [x for x in later if x.type == s.type_name] for s in conj.signature]
                 witness = find_assignment(conj, candidates, order, _newest_first(stream))
                 if witness is None:
                     continue

@@ -8,7 +8,7 @@ identical sliding-window processes disagree with themselves.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 from faidecs.properties.view import RunView, Stream, Violation, common_parts, slot_positions
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Iterator
+from typing import Any
 
 from faidecs.grammar.model import Conjunction, EventType, Predicate, Slot, Subscription
 from faidecs.matching.evaluate import compile_predicate

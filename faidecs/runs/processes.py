@@ -8,7 +8,8 @@ Its runs are recorded as run logs for the property checker and the semantic-opti
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from faidecs.grammar import compile_program
 from faidecs.matching.delivery import Delivery

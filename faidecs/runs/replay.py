@@ -9,8 +9,9 @@ silently.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Literal
 
 from faidecs.errors import EventError
 from faidecs.matching.delivery import Delivery

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any, Iterable, Iterator, Mapping
+from typing import IO, Any
 
 from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
@@ -149,7 +150,7 @@ class RunLog:
     # --- reading ---------------------------------------------------------------------------
 
     @classmethod
-    def read(cls, lines: Iterable[str], name: str = "<run log>") -> "RunLog":
+    def read(cls, lines: Iterable[str], name: str = "<run log>") -> RunLog:
         log: RunLog | None = None
         last_time: int | None = None
         for number, text in enumerate(lines, start=1):
@@ -177,8 +178,12 @@ class RunLog:
                     joined = _field(record, "joined", dict, where)
                     time = joined.get("time")
                     peer = joined.get("peer")
-                    if not isinstance(time, int) or isinstance(time, bool) or not (peer is None or isinstance(peer, str)):
-                        raise RunLogError(f"{where}: 'joined' is {{\"time\": int, \"peer\": process or null}}")
+                    if (
+                        not isinstance(time, int)
+                        or isinstance(time, bool)
+                        or not (peer is None or isinstance(peer, str))
+                    ):
+                        raise RunLogError(f'{where}: \'joined\' is {{"time": int, "peer": process or null}}')
                     log.joined[pname] = (time, peer)
                 if "left" in record:
                     log.left[pname] = _field(record, "left", int, where)

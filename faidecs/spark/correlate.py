@@ -318,7 +318,9 @@ class GroupRun:
             return _empty()
         ids, offsets = out.pop("ids"), out.pop("offsets")
         out["relation"] = [ids[a:b].tolist() for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
-        return pd.DataFrame({"program": self.pid, **{c.split()[0]: out.get(c.split()[0]) for c in DELIVERY_SCHEMA.split(", ")[1:]}})
+        return pd.DataFrame(
+            {"program": self.pid, **{c.split()[0]: out.get(c.split()[0]) for c in DELIVERY_SCHEMA.split(", ")[1:]}}
+        )
 
     def _deliveries(self, result: Any, orders: np.ndarray, rows: _Rows | None) -> dict[str, Any] | None:
         """Delivery columns as arrays, group after group (the global sort restores delivery

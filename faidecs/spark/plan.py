@@ -61,7 +61,7 @@ class Group:
     named: tuple[tuple[str, Part], ...]
 
     @staticmethod
-    def of(mergers: tuple[Merger, ...], taken: frozenset[str]) -> "Group":
+    def of(mergers: tuple[Merger, ...], taken: frozenset[str]) -> Group:
         named: list[tuple[str, Part]] = []
         used = set(taken)
         seen: set[str] = set()

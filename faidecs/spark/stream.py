@@ -35,7 +35,11 @@ def stream_schema(plan: Plan, fmt: str, order_column: str) -> str | None:
     text; CSV holds strings (cast like the batch reader's); Parquet has the program's kinds."""
     if fmt == "json":
         return None
-    fields: dict[str, str] = {"id": "string", "type": "string", order_column: "bigint" if fmt == "parquet" else "string"}
+    fields: dict[str, str] = {
+        "id": "string",
+        "type": "string",
+        order_column: "bigint" if fmt == "parquet" else "string",
+    }
     for t in plan.types.values():
         for a in t.attributes:
             kind = SPARK_KINDS[a.kind] if fmt == "parquet" else "string"
@@ -59,7 +63,11 @@ def read_stream(spark: Any, path: str, plan: Plan, fmt: str, order_column: str, 
         raw = raw.withColumn("_type", F.get_json_object("value", "$.type"))
         order = F.get_json_object("value", f"$.{order_column}")
     elif fmt in ("csv", "parquet"):
-        raw = (reader.option("header", True).schema(schema).csv(path)) if fmt == "csv" else reader.schema(schema).parquet(path)
+        raw = (
+            (reader.option("header", True).schema(schema).csv(path))
+            if fmt == "csv"
+            else reader.schema(schema).parquet(path)
+        )
         raw = raw.withColumn("_type", F.col("type").cast("string"))
         order = F.col(order_column)
     else:
@@ -68,14 +76,20 @@ def read_stream(spark: Any, path: str, plan: Plan, fmt: str, order_column: str, 
     raw = raw.withColumn("_file", F.input_file_name()).withColumn("_line", F.lit(None).cast("long"))
     flat = typed_rows(raw, plan, fmt)
     where = F.concat(
-        F.element_at(F.split("_file", "/"), -1), F.lit(": "), F.lit(order_column), F.lit(" "), F.coalesce(F.col("order").cast("string"), F.lit("?"))
+        F.element_at(F.split("_file", "/"), -1),
+        F.lit(": "),
+        F.lit(order_column),
+        F.lit(" "),
+        F.coalesce(F.col("order").cast("string"), F.lit("?")),
     )
-    problem = F.coalesce(
-        F.col("_problem"), F.when(F.col("order").isNull(), F.lit(f"{order_column} is not an integer"))
-    )
+    problem = F.coalesce(F.col("_problem"), F.when(F.col("order").isNull(), F.lit(f"{order_column} is not an integer")))
     # raise_error fails the query on the first bad row, naming it: nothing is skipped.
     checked = F.when(problem.isNotNull(), F.raise_error(F.concat(F.lit("bad event: "), where, F.lit(": "), problem)))
-    return flat.withColumn("_checked", checked).where(F.col("_checked").isNull()).drop("_problem", "_file", "_line", "_checked")
+    return (
+        flat.withColumn("_checked", checked)
+        .where(F.col("_checked").isNull())
+        .drop("_problem", "_file", "_line", "_checked")
+    )
 
 
 def correlate_stream(
@@ -163,8 +177,12 @@ def stream(
     flat = read_stream(spark, events, plan, fmt, order_column, files_per_trigger)
     from pyspark.sql import functions as F
 
-    deliveries = correlate_stream(flat.withColumn("program", F.lit(0)), {0: program}, matcher=matcher, with_events=with_events)
-    columns = ["order", "declared", "rank", "subscription", "conjunction", "relation"] + (["events"] if with_events else [])
+    deliveries = correlate_stream(
+        flat.withColumn("program", F.lit(0)), {0: program}, matcher=matcher, with_events=with_events
+    )
+    columns = ["order", "declared", "rank", "subscription", "conjunction", "relation"] + (
+        ["events"] if with_events else []
+    )
     writer = deliveries.select(*columns).writeStream.format(out_format).option("checkpointLocation", checkpoint)
     writer = writer.outputMode("append")
     if available_now:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import random
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

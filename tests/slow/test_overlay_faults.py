@@ -22,21 +22,20 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from overlay_harness import SESSION_MS, settled, write_deployment
 
 from faidecs.grammar import compile_program
 from faidecs.matching.events import Event, EventValidator
 from faidecs.merging.filters import ACCEPT_ALL, Filter
-from faidecs.overlay.runtime.launcher import LaunchError, LocalDeployment
-from faidecs.overlay.core.messages import Ack, Connect, Decide, Down, LeaderChange, Message, Publish, Register, Up
-from faidecs.overlay.runtime.node import Node
 from faidecs.net.processlog import ProcessLog
+from faidecs.overlay.core.messages import Ack, Connect, Decide, Down, LeaderChange, Message, Publish, Register, Up
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
+from faidecs.overlay.runtime.launcher import LaunchError, LocalDeployment
+from faidecs.overlay.runtime.node import Node
 from faidecs.overlay.sim.report import kept_properties
-from faidecs.runs.processes import run_processes
 from faidecs.properties import check
+from faidecs.runs.processes import run_processes
 from faidecs.runs.runlog import Delivered, RunLog
-
-from overlay_harness import SESSION_MS, settled, write_deployment
 
 pytestmark = pytest.mark.slow
 

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from overlay_harness import SUBSCRIBERS, embedded, settled, verified, write_deployment
 
 from faidecs.overlay.runtime.launcher import LocalDeployment
 
-from overlay_harness import SUBSCRIBERS, embedded, settled, verified, write_deployment
-
 pytestmark = pytest.mark.slow
+
 
 def _leader_of(run: LocalDeployment, role: str) -> tuple[str, int]:
     for status in run.statuses().values():
@@ -42,7 +42,9 @@ def test_processes_deliver_in_agreement(tmp_path: Path, zookeeper: str) -> None:
 
 
 @pytest.mark.parametrize("replicas", [1, 3])
-def test_sequencer_baseline_delivers_what_the_embedded_engine_delivers(tmp_path: Path, zookeeper: str, replicas: int) -> None:
+def test_sequencer_baseline_delivers_what_the_embedded_engine_delivers(
+    tmp_path: Path, zookeeper: str, replicas: int
+) -> None:
     """The baseline orders every publication at one sequencer (replicated or not): with one
     publisher, whose link is FIFO, the order is the file's, so each subscriber must deliver
     exactly what the embedded engine delivers on the file."""

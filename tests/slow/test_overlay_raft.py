@@ -21,17 +21,14 @@ import pytest
 pytest.importorskip("pysyncobj")
 pytest.importorskip("cryptography")  # pysyncobj's password (encryption) needs it
 
-from faidecs.overlay.runtime.launcher import LocalDeployment  # noqa: E402
-
 from overlay_harness import SUBSCRIBERS, embedded, settled, verified, write_deployment  # noqa: E402
+
+from faidecs.overlay.runtime.launcher import LocalDeployment  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 SERVERS = ("m1", "m2", "m3")
 ROLE = "[A]"  # the sequencer's group is named after the first type
-
-
-
 
 
 def _raft_leader(statuses: dict[str, dict[str, Any]]) -> tuple[str, int] | None:
@@ -138,7 +135,9 @@ def test_sigkill_of_the_raft_leader_mid_stream(tmp_path: Path, zookeeper: str) -
             for m in st.get("mergers", [])
             if m["role"] == ROLE and m["leader"] == n and m["epoch"] > term and m.get("first_commit_at")
         )
-        print(f"Raft failover after SIGKILL of the leader {leader} (term {term}): new leader applies after {first - killed_at:.3f} s")
+        print(
+            f"Raft failover after SIGKILL of the leader {leader} (term {term}): new leader applies after {first - killed_at:.3f} s"
+        )
         settled(run)
     finally:
         run.stop()

@@ -12,17 +12,16 @@ import time
 from pathlib import Path
 
 import pytest
+from overlay_harness import SUBSCRIBERS, settled, write_deployment
 
 from faidecs.matching.events import EventValidator
 from faidecs.ordering.latch.stamp import Stamp
+from faidecs.overlay.core.messages import Publish
 from faidecs.overlay.runtime.deployment import load_deployment
 from faidecs.overlay.runtime.launcher import LocalDeployment
-from faidecs.overlay.core.messages import Publish
-from faidecs.overlay.sim.report import kept_properties
 from faidecs.overlay.runtime.udp import seal
+from faidecs.overlay.sim.report import kept_properties
 from faidecs.properties import check
-
-from overlay_harness import SUBSCRIBERS, settled, write_deployment
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +29,9 @@ EVENTS = 300
 
 
 def test_udp_publisher_with_the_latch_stage(tmp_path: Path, zookeeper: str) -> None:
-    path = write_deployment(tmp_path, EVENTS, rate=600, extra='udp_port_offset = 30\n[latch]\np_t = 0.05\nlate = "drop"')
+    path = write_deployment(
+        tmp_path, EVENTS, rate=600, extra='udp_port_offset = 30\n[latch]\np_t = 0.05\nlate = "drop"'
+    )
     with path.open("a") as f:  # [publishers.p1] is the file's last table
         f.write('transport = "udp"\nudp_test_loss = 0.05\nudp_test_swap = 0.1\n')
     d = load_deployment(path)
@@ -39,13 +40,20 @@ def test_udp_publisher_with_the_latch_stage(tmp_path: Path, zookeeper: str) -> N
         run.start()
         settled(run)
         # A datagram sealed with a stranger's key, claiming to come from p1, to every server.
-        event = EventValidator(d.types).validate({"id": "forged", "type": "A", "attrs": {"x": 1}, "publisher": "p1", "seq": EVENTS})
+        event = EventValidator(d.types).validate(
+            {"id": "forged", "type": "A", "attrs": {"x": 1}, "publisher": "p1", "seq": EVENTS}
+        )
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             for server in d.servers:
-                data = seal(os.urandom(32), d.name, "p1", server, Stamp("p1", EVENTS, 1.0, 0.5), Publish("p1", EVENTS, event))
+                data = seal(
+                    os.urandom(32), d.name, "p1", server, Stamp("p1", EVENTS, 1.0, 0.5), Publish("p1", EVENTS, event)
+                )
                 sock.sendto(data, d.udp_address(server))
         run.wait_for(
-            lambda s: sum(st.get("rejected", {}).get("udp-auth", 0) for n, st in s.items() if n in d.servers) == len(d.servers),
+            lambda s: (
+                sum(st.get("rejected", {}).get("udp-auth", 0) for n, st in s.items() if n in d.servers)
+                == len(d.servers)
+            ),
             10,
             "each server to reject the forged datagram",
         )

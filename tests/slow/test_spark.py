@@ -174,7 +174,9 @@ def test_bad_events_with_an_order_column_are_named_by_file_and_line(
     (tmp_path / "b.jsonl").write_text("".join(json.dumps(e) + "\n" for e in rest))
     with pytest.raises(SparkInputError) as err:
         replay(spark, TYPES_SOURCE + "subscription S: T1", str(tmp_path), order_column="seq").collect()
-    assert ("b.jsonl:3: seq is not an integer" if bad_order else "b.jsonl:3: attribute k is not a int") in str(err.value)
+    assert ("b.jsonl:3: seq is not an integer" if bad_order else "b.jsonl:3: attribute k is not a int") in str(
+        err.value
+    )
 
 
 def test_attribute_columns_of_types_with_underscores_do_not_collide(spark: Any, tmp_path: Path) -> None:

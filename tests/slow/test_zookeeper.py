@@ -31,10 +31,10 @@ kazoo = pytest.importorskip("kazoo")  # the `overlay` extra; CI installs it
 
 from kazoo.client import KazooClient
 
-from faidecs.overlay.core.messages import Down, LeaderChange, Message, Up
 from faidecs.merging.roles import Role
-from faidecs.overlay.runtime.zkcoordination import Candidate, ZooKeeperMember, path_key, role_key
 from faidecs.net.zkserver import ZooKeeperMissing, ZooKeeperServer, ZooKeeperStartError, find_zookeeper
+from faidecs.overlay.core.messages import Down, LeaderChange, Message, Up
+from faidecs.overlay.runtime.zkcoordination import Candidate, ZooKeeperMember, path_key, role_key
 
 pytestmark = pytest.mark.slow
 

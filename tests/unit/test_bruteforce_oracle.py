@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import itertools
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st

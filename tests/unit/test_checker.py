@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from faidecs.matching.delivery import Delivery
-from faidecs.runs.processes import run_processes
 from faidecs.properties import CHECKS, Report, Violation, check
+from faidecs.runs.processes import run_processes
 from faidecs.runs.runlog import RunLog, RunLogError
 
 TYPES = "type T1(a: int)\ntype T2(a: int)\ntype T3(a: int)\n"

@@ -268,7 +268,7 @@ def test_check_issue_forms_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: p
     assert "    unary  T3[0]: T3[0].a1 < 20" in lines
     assert "subscription S2 (matching MR, disposal IP)" in lines
     assert "  conjunction 0: T1[0] and T2[1]" in lines
-    assert "  conjunction 1: T3[0] and T1[0].name = \"x\"" in lines
+    assert '  conjunction 1: T3[0] and T1[0].name = "x"' in lines
 
 
 def test_check_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -362,14 +362,20 @@ def test_run_skip_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     bad_attr = '{"id": "x2", "type": "T1", "attrs": {"a": 1, "b": 2}}'
     evs = write(
         tmp_path / "e.jsonl",
-        json.dumps(ev("x1", "T1", a=1)) + "\n"
-        + bad_type + "\n"
+        json.dumps(ev("x1", "T1", a=1))
+        + "\n"
+        + bad_type
+        + "\n"
         + "not json\n"
         + "\n"
-        + json.dumps(ev("y1", "T2", a=1)) + "\n"
-        + bad_attr + "\n"
-        + json.dumps(ev("x3", "T1", a=1)) + "\n"
-        + json.dumps(ev("y3", "T2", a=1)) + "\n",
+        + json.dumps(ev("y1", "T2", a=1))
+        + "\n"
+        + bad_attr
+        + "\n"
+        + json.dumps(ev("x3", "T1", a=1))
+        + "\n"
+        + json.dumps(ev("y3", "T2", a=1))
+        + "\n",
     )
     rc = main(["run", "--program", prog, "--events", evs, "--on-error", "skip", "--state-out", "-"])
     captured = capsys.readouterr()

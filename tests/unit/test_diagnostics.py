@@ -72,7 +72,7 @@ def test_syntax_error_unexpected_character() -> None:
 
 
 def test_syntax_error_single_quoted_string() -> None:
-    diag = check_one("T.s = 'x'", message="unexpected character \"'\"", column=23, caret="'")
+    diag = check_one("T.s = 'x'", message='unexpected character "\'"', column=23, caret="'")
     assert "a string" in diag.message
 
 
@@ -423,7 +423,7 @@ def test_multiple_errors_in_one_run() -> None:
 
 
 def test_errors_in_both_branches_of_or_are_reported() -> None:
-    err = errors_of(TYPES + "subscription S: (T.zz < 1 or U.a = \"x\") and Nope\n")
+    err = errors_of(TYPES + 'subscription S: (T.zz < 1 or U.a = "x") and Nope\n')
     assert [d.span.column for d in err.diagnostics] == [20, 30, 45]
 
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 import enum
 import math
 from collections import OrderedDict, UserDict
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import event as note

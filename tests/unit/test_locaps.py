@@ -154,7 +154,13 @@ def test_t_003_05_on_a_tree_the_cascade_is_not_needed() -> None:
     # bS - bB - bA: S reaches bB (p2) before bA (p1); p2 reacts to e1 with e2
     graph = BrokerGraph.of([("bS", "bB"), ("bB", "bA")])
     for cascade in (True, False):
-        layer = LocapsLayer(graph, {"s": "bS", "p1": "bA", "p2": "bB"}, link_delay=50.0, cascade=cascade, publishers=frozenset({"p1", "p2"}))
+        layer = LocapsLayer(
+            graph,
+            {"s": "bS", "p1": "bA", "p2": "bB"},
+            link_delay=50.0,
+            cascade=cascade,
+            publishers=frozenset({"p1", "p2"}),
+        )
         workload = Workload(
             "type A(x: int)\n",
             {"s": "subscription s: A", "p2": "subscription p2: A"},
@@ -174,7 +180,9 @@ def test_t_003_05_on_a_tree_the_cascade_is_not_needed() -> None:
 def fig1_log(start: dict[str, int]) -> RunLog:
     """p1, p2, p3 publish e{j}.{1..4}; p3 was handed e2.1 before it published e3.2 (e2.1 -> e3.2).
     Process s is handed, per publisher, everything from its ``start`` on."""
-    records: list[dict[str, Any]] = [{"record": "header", "format": "faidecs.runs.runlog/1", "types": "type A(x: int)\n"}]
+    records: list[dict[str, Any]] = [
+        {"record": "header", "format": "faidecs.runs.runlog/1", "types": "type A(x: int)\n"}
+    ]
     for name in ("s", "p3"):
         records.append({"record": "process", "process": name, "subscription": f"subscription {name}: A"})
     time = 0
@@ -207,7 +215,17 @@ def test_t_003_06_fig1_checker() -> None:
 # --- T-003-07: Fig. 2, single prefix, the pivot as proxy ------------------------------------------
 
 FIG2 = BrokerGraph.of(
-    [("p1", "b8"), ("b8", "b7"), ("b7", "b6"), ("b6", "b5"), ("b5", "b1"), ("b5", "b2"), ("b2", "b3"), ("b5", "b4"), ("b4", "b3")]
+    [
+        ("p1", "b8"),
+        ("b8", "b7"),
+        ("b7", "b6"),
+        ("b6", "b5"),
+        ("b5", "b1"),
+        ("b5", "b2"),
+        ("b2", "b3"),
+        ("b5", "b4"),
+        ("b4", "b3"),
+    ]
 )
 P1_S1 = [("p1", "b8", "b7", "b6", "b5", "b1")]
 P1_S2 = [("p1", "b8", "b7", "b6", "b5", "b2", "b3"), ("p1", "b8", "b7", "b6", "b5", "b4", "b3")]
@@ -224,7 +242,9 @@ def test_t_003_07_fig2_pivot() -> None:
 
 def test_t_003_07_fig2_runtime() -> None:
     # the runtime needs a tree: one of s2's two paths (b5-b2-b3); p1's client link is a broker "p1"
-    tree = BrokerGraph.of([("p1", "b8"), ("b8", "b7"), ("b7", "b6"), ("b6", "b5"), ("b5", "b1"), ("b5", "b2"), ("b2", "b3")])
+    tree = BrokerGraph.of(
+        [("p1", "b8"), ("b8", "b7"), ("b7", "b6"), ("b6", "b5"), ("b5", "b1"), ("b5", "b2"), ("b2", "b3")]
+    )
     attach = {"p1": "p1", "p2": "b6", "s1": "b1", "s2": "b3"}
     times = {}
     for proxy in (False, True):
@@ -239,7 +259,10 @@ def test_t_003_07_fig2_runtime() -> None:
         )
         run = run_layer(layer, workload, seed=1)
         assert check(run.log, GAPLESS).violated() == []
-        times[proxy] = {p: min(n.time for n in run.log.notified if n.process == "s2" and n.event.startswith(p)) for p in ("p1", "p2")}
+        times[proxy] = {
+            p: min(n.time for n in run.log.notified if n.process == "s2" and n.event.startswith(p))
+            for p in ("p1", "p2")
+        }
         marks = {p: layer.marked_at[(p, "s2")] for p in ("p1", "p2")}
         latency = layer.first_delivery["s2"] - layer.subscribed_at["s2"]
         if proxy:
@@ -294,7 +317,9 @@ def test_t_003_09_nothing_before_every_partial_marker() -> None:
 def chain_with_side() -> BrokerGraph:
     # the base tree p..b7-b6-b5-b4-b3-b2-b1 (b1 the new subscriber's broker, b7 the root, the
     # publisher's), with a side child c of b5
-    return BrokerGraph.of([("b7", "b6"), ("b6", "b5"), ("b5", "b4"), ("b4", "b3"), ("b3", "b2"), ("b2", "b1"), ("b5", "c")])
+    return BrokerGraph.of(
+        [("b7", "b6"), ("b6", "b5"), ("b5", "b4"), ("b4", "b3"), ("b3", "b2"), ("b2", "b1"), ("b5", "c")]
+    )
 
 
 @pytest.mark.parametrize("f", [1, 2, 3])
@@ -355,8 +380,17 @@ def test_t_003_12_unaware_broker_makes_a_gap() -> None:
     ]
     events = [("e1", 1), ("e2", 2), ("e3", 3)]
     for k, (eid, seq) in enumerate(events):
-        records.append({"record": "publish", "time": k + 1, "event": {"id": eid, "type": "A", "attrs": {"x": 0}, "publisher": "p", "seq": seq}})
-    records += [{"record": "notify", "time": 4, "process": "s", "event": "e1"}, {"record": "notify", "time": 5, "process": "s", "event": "e3"}]
+        records.append(
+            {
+                "record": "publish",
+                "time": k + 1,
+                "event": {"id": eid, "type": "A", "attrs": {"x": 0}, "publisher": "p", "seq": seq},
+            }
+        )
+    records += [
+        {"record": "notify", "time": 4, "process": "s", "event": "e1"},
+        {"record": "notify", "time": 5, "process": "s", "event": "e3"},
+    ]
     report = check(RunLog.read([json.dumps(r) for r in records]), GAPLESS)
     assert report.violated() == GAPLESS
     assert report.results["Gapless FIFO Delivery"][0].events == ("e1", "e2", "e3")

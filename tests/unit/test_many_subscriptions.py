@@ -44,7 +44,7 @@ FLOATS = (0.5, 1.0, 2.5)
 # Conjunction shapes with holes for constants: equality, ranges, !=, arithmetic, several
 # positions of one type, wildcards, disjunctions, booleans.
 SHAPES = (
-    'A.s = {s} and B.s = {s} and B.y > A.x',
+    "A.s = {s} and B.s = {s} and B.y > A.x",
     "A.k = {i} and B.k = A.k",
     "A.x > {f} and B.y < {f}",
     "A.k >= {i} and A.k <= {i} and B",

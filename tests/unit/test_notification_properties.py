@@ -19,12 +19,16 @@ P = {"p": sub("T1 or T2"), "q": sub("T1 or T2")}
 
 
 def test_same_order_everywhere_holds() -> None:
-    log = make_log(P, pub(1, "x", "T1"), pub(2, "y", "T2"), ntf(3, "p", "x"), ntf(4, "q", "x"), ntf(5, "p", "y"), ntf(6, "q", "y"))
+    log = make_log(
+        P, pub(1, "x", "T1"), pub(2, "y", "T2"), ntf(3, "p", "x"), ntf(4, "q", "x"), ntf(5, "p", "y"), ntf(6, "q", "y")
+    )
     assert check(log, ["Total Notification Order", "Notification Integrity"]).violated() == []
 
 
 def test_opposite_orders_violate_total_notification_order() -> None:
-    log = make_log(P, pub(1, "x", "T1"), pub(2, "y", "T2"), ntf(3, "p", "x"), ntf(4, "q", "y"), ntf(5, "p", "y"), ntf(6, "q", "x"))
+    log = make_log(
+        P, pub(1, "x", "T1"), pub(2, "y", "T2"), ntf(3, "p", "x"), ntf(4, "q", "y"), ntf(5, "p", "y"), ntf(6, "q", "x")
+    )
     found = check(log, ["Total Notification Order"]).results["Total Notification Order"]
     assert len(found) == 1
     assert set(found[0].events) == {"x", "y"} and found[0].processes == ("p", "q")
@@ -37,10 +41,15 @@ def test_pairwise_not_global_order_is_allowed() -> None:
     procs = {"a": sub("T1 or T2"), "b": sub("T2 or T3"), "c": sub("T1 or T3")}
     log = make_log(
         procs,
-        pub(1, "x", "T1"), pub(2, "y", "T2"), pub(3, "z", "T3"),
-        ntf(4, "a", "x"), ntf(5, "a", "y"),
-        ntf(6, "b", "y"), ntf(7, "b", "z"),
-        ntf(8, "c", "z"), ntf(9, "c", "x"),
+        pub(1, "x", "T1"),
+        pub(2, "y", "T2"),
+        pub(3, "z", "T3"),
+        ntf(4, "a", "x"),
+        ntf(5, "a", "y"),
+        ntf(6, "b", "y"),
+        ntf(7, "b", "z"),
+        ntf(8, "c", "z"),
+        ntf(9, "c", "x"),
         types=types,
     )
     assert check(log, ["Total Notification Order"]).violated() == []

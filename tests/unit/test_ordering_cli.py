@@ -11,7 +11,9 @@ from faidecs.cli.main import main
 
 
 def test_simulate_writes_logs_that_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["ordering", "simulate", "--layer", "atoms", "--runs", "3", "--events", "40", "--log", str(tmp_path)]) == 0
+    assert (
+        main(["ordering", "simulate", "--layer", "atoms", "--runs", "3", "--events", "40", "--log", str(tmp_path)]) == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["layer"] == "atoms" and summary["runs"] == 3 and summary["stalled runs"] == 0
     assert summary["notifications"] > 0

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import zmq
 
+from faidecs.net.transport import Transport
 from faidecs.ordering.multistage.messages import CreatePubTs, EventTs
 from faidecs.ordering.realnet import RealNetwork
 from faidecs.ordering.wire import Envelope, OrderingCodec
-from faidecs.net.transport import Transport
 
 HOSTS = {"tm:A": "a", "tm:B": "a", "p0": "b", "p1": "b"}
 

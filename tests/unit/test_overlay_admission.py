@@ -9,11 +9,11 @@ from dataclasses import replace
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import Kind
 from faidecs.matching.events import EventValidator
-from faidecs.overlay.core.admission import inconsistency
 from faidecs.merging.filters import Filter
+from faidecs.overlay.core.admission import inconsistency
 from faidecs.overlay.core.messages import Decide, Decision, Forward, Publish, Register
 
-HERE = compile_program("type A(x: int, y: str)\ntype B(x: int)\nsubscription S: A and B and A.x > 2 and A.y = \"k\"\n")
+HERE = compile_program('type A(x: int, y: str)\ntype B(x: int)\nsubscription S: A and B and A.x > 2 and A.y = "k"\n')
 THERE = compile_program("type A(y: str, x: int)\ntype B(x: int)\nsubscription S: A and B and A.x > 2\n")
 TYPES = dict(HERE.types)
 

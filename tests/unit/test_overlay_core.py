@@ -21,8 +21,9 @@ from faidecs.grammar import compile_program
 from faidecs.grammar.model import Conjunction, Program
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import Event, EventValidator
-from faidecs.overlay.core.coordination import SimulatedCoordination
 from faidecs.merging.filters import ACCEPT_ALL, Filter, union_all
+from faidecs.merging.roles import Role, ancestry, conjunction_role, is_root, parents, role_name, role_of
+from faidecs.overlay.core.coordination import SimulatedCoordination
 from faidecs.overlay.core.keys import is_subscriber, merger_key, subscriber_key
 from faidecs.overlay.core.messages import (
     Ack,
@@ -44,7 +45,6 @@ from faidecs.overlay.core.messages import (
 )
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
-from faidecs.merging.roles import Role, ancestry, conjunction_role, is_root, parents, role_name, role_of
 from faidecs.overlay.core.subscriber import SubscriberClient
 from faidecs.properties import check
 from faidecs.runs.runlog import Delivered, Published, RunLog, RunLogError

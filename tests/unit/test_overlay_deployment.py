@@ -45,12 +45,18 @@ def test_a_good_file_gives_roles_placement_and_addresses(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     "change,message",
     [
-        (('m2 = "tcp://127.0.0.1:7002"', 'm2 = "127.0.0.1:7002"'), "servers: Value error, '127.0.0.1:7002' is not a tcp://host:port address"),
+        (
+            ('m2 = "tcp://127.0.0.1:7002"', 'm2 = "127.0.0.1:7002"'),
+            "servers: Value error, '127.0.0.1:7002' is not a tcp://host:port address",
+        ),
         (('subscription = "P"', 'subscription = "Q"'), "subscriber s1: the program has no subscription 'Q' (it has P)"),
         (("replicas = 2", "replicas = 3"), "3 replicas per role need at least as many servers, not 2"),
         (('keys = "keys"', ""), "give keys (faidecs overlay keys) or set insecure = true"),
-        (('address = "tcp://127.0.0.1:7201"', 'address = "tcp://127.0.0.1:7101"'), "address tcp://127.0.0.1:7101 is given to two processes"),
-        (('[publishers.p1]', '[publishers."p 1"]'), "process name 'p 1'"),
+        (
+            ('address = "tcp://127.0.0.1:7201"', 'address = "tcp://127.0.0.1:7101"'),
+            "address tcp://127.0.0.1:7101 is given to two processes",
+        ),
+        (("[publishers.p1]", '[publishers."p 1"]'), "process name 'p 1'"),
         (("replicas = 2", "replicas = 2\ncolour = 1"), "colour: Extra inputs are not permitted"),
         (('program = "p.fdc"', 'program = "nope.fdc"'), "nope.fdc: No such file or directory"),
         (("replicas = 2", "replicas = [2"), "not TOML"),

@@ -10,8 +10,8 @@ import pytest
 
 from faidecs.grammar import compile_program
 from faidecs.matching.engine import Engine
-from faidecs.overlay.sim.audit import expected_deliveries
 from faidecs.merging.filters import Filter
+from faidecs.overlay.sim.audit import expected_deliveries
 from faidecs.overlay.sim.scenario import Joiner, Scenario
 from tests.unit.test_overlay_sim import AB, LT, TYPES, assert_clean, delivered, publications, run
 

@@ -29,6 +29,7 @@ from zmq.utils.monitor import recv_monitor_message
 from faidecs.grammar import compile_program
 from faidecs.matching.events import Event, EventValidator
 from faidecs.net.certificates import Keys, create_keys
+from faidecs.net.transport import MANY, Transport
 from faidecs.overlay.core.messages import (
     Ack,
     Commit,
@@ -45,7 +46,6 @@ from faidecs.overlay.core.messages import (
     Publish,
     Up,
 )
-from faidecs.net.transport import MANY, Transport
 from faidecs.overlay.runtime.codec import OVERLAY_CODEC
 from faidecs.overlay.runtime.wire import encode
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from faidecs.ordering.latch.stamp import Stamp
 from faidecs.matching.events import EventValidator
 from faidecs.net.certificates import Keys, create_keys
-from faidecs.overlay.runtime.deployment import Deployment, DeploymentError, load_deployment
+from faidecs.ordering.latch.stamp import Stamp
 from faidecs.overlay.core.messages import Publish
+from faidecs.overlay.runtime.deployment import Deployment, DeploymentError, load_deployment
 from faidecs.overlay.runtime.udp import UdpError, UdpReceiver, UdpSender, open_sealed, pair_key, seal
 
 TEXT = """\
@@ -44,7 +44,9 @@ def deployment(tmp_path: Path) -> Deployment:
 
 
 def _publish(d: Deployment, seq: int = 0, publisher: str = "p1") -> Publish:
-    event = EventValidator(d.types).validate({"id": f"e{seq}", "type": "A", "attrs": {"x": 1}, "publisher": publisher, "seq": seq})
+    event = EventValidator(d.types).validate(
+        {"id": f"e{seq}", "type": "A", "attrs": {"x": 1}, "publisher": publisher, "seq": seq}
+    )
     return Publish(publisher, seq, event)
 
 
@@ -65,8 +67,12 @@ def test_sealed_datagrams_open_only_with_the_key_for_their_receiver(deployment: 
     assert sender == "p1" and got == stamp and msg == _publish(deployment)
     first = seal(key, "u", "p1", "m1", Stamp("p1", 0, 1.0, None), _publish(deployment))
     assert open_sealed(key, "u", "m1", first)[1].prev_departure is None
-    for wrong in [lambda: open_sealed(os.urandom(32), "u", "m1", data), lambda: open_sealed(key, "u", "m2", data),
-                  lambda: open_sealed(key, "v", "m1", data), lambda: open_sealed(key, "u", "m1", data[:-1] + bytes([data[-1] ^ 1]))]:
+    for wrong in [
+        lambda: open_sealed(os.urandom(32), "u", "m1", data),
+        lambda: open_sealed(key, "u", "m2", data),
+        lambda: open_sealed(key, "v", "m1", data),
+        lambda: open_sealed(key, "u", "m1", data[:-1] + bytes([data[-1] ^ 1])),
+    ]:
         with pytest.raises(UdpError) as exc:
             wrong()
         assert exc.value.kind == "udp-auth"
@@ -107,4 +113,6 @@ def test_udp_publishers_need_the_overlay_ordering(tmp_path: Path, deployment: De
     (deployment.base / "d2.toml").write_text(text)
     with pytest.raises(DeploymentError, match="overlay"):
         load_deployment(deployment.base / "d2.toml")
-    assert not Deployment.model_validate({"name": "x", "program": "p", "insecure": True, "replicas": 1, "servers": {"m": "tcp://h:1"}}).udp_publishers()
+    assert not Deployment.model_validate(
+        {"name": "x", "program": "p", "insecure": True, "replicas": 1, "servers": {"m": "tcp://h:1"}}
+    ).udp_publishers()

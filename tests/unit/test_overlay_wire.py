@@ -27,9 +27,7 @@ from faidecs.grammar import compile_program
 from faidecs.grammar.model import ArithOp, Attribute, AttrOf, Const, EventType, Kind, Negate, Predicate, Slot, Value
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import INT64_MAX, INT64_MIN, Event, EventValidator
-from faidecs.overlay.runtime import wire as wire_module
 from faidecs.merging.filters import ACCEPT_ALL, Alternative, Filter
-from faidecs.overlay.sim.generate import random_deployment
 from faidecs.overlay.core.messages import (
     Ack,
     Commit,
@@ -55,9 +53,11 @@ from faidecs.overlay.core.messages import (
     Send,
     Up,
 )
+from faidecs.overlay.runtime import wire as wire_module
+from faidecs.overlay.runtime.wire import CODES, MAX_DEPTH, VERSION, WireError, decode, encode
+from faidecs.overlay.sim.generate import random_deployment
 from faidecs.overlay.sim.scenario import SimConfig
 from faidecs.overlay.sim.simulator import Simulation, simulate
-from faidecs.overlay.runtime.wire import CODES, MAX_DEPTH, VERSION, WireError, decode, encode
 from faidecs.span import Span
 
 PROGRAM = compile_program(

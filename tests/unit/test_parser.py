@@ -173,7 +173,7 @@ def test_comments_anywhere() -> None:
         "  . a1 # between parts of a reference\n"
         "  < # after an operator\n"
         "  5 # after a value\n"
-        "  and T1.name = \"#not a comment\" # strings keep their #\n"
+        '  and T1.name = "#not a comment" # strings keep their #\n'
         "# trailing comment without newline"
     )
     (sub,) = compile_program(text).subscriptions
@@ -231,9 +231,7 @@ def test_instance_index_declares_lower_instances() -> None:
 
 def test_unary_and_binary_classification() -> None:
     """Unary: one instance (also two attributes of one instance); binary: two instances."""
-    sub = compile_sub(
-        "T1.a1 < 5 and T1.a1 < T1.a2 and T1[0].a1 < T1[1].a1 and T1.a1 = T2.a1 and T2.a1 + T3.a1 > T1.a2"
-    )
+    sub = compile_sub("T1.a1 < 5 and T1.a1 < T1.a2 and T1[0].a1 < T1[1].a1 and T1.a1 = T2.a1 and T2.a1 + T3.a1 > T1.a2")
     (c,) = sub.conjunctions
     assert [p.text for p in c.unary(Slot("T1", 0))] == ["T1[0].a1 < 5", "T1[0].a1 < T1[0].a2"]
     assert c.unary(Slot("T1", 1)) == ()
@@ -265,7 +263,7 @@ def test_unary_and_binary_classification() -> None:
         ('T1.name = "x"', 'T1[0].name = "x"'),
         ('T1.name = "with \\"quotes\\" and \\\\"', 'T1[0].name = "with \\"quotes\\" and \\\\"'),
         ('T1.name != "é\\u00e9"', 'T1[0].name != "éé"'),
-        ('T1.name < T2.name', "T1[0].name < T2[0].name"),
+        ("T1.name < T2.name", "T1[0].name < T2[0].name"),
         ("T1.flag = true", "T1[0].flag = true"),
         ("T1.flag != false", "T1[0].flag != false"),
         ("T1.flag == T2.flag", "T1[0].flag = T2[0].flag"),
@@ -420,10 +418,7 @@ def test_equivalent_conjunctions_are_same_text() -> None:
 
 def test_signature_uses_code_point_order() -> None:
     """Types sort by code point: uppercase before lowercase ("B" < "Z" < "a")."""
-    text = (
-        "type B(v: int)\ntype a(v: int)\ntype Z(v: int)\n"
-        "subscription S: a.v < 1 and Z[1].v < B.v and a[1]"
-    )
+    text = "type B(v: int)\ntype a(v: int)\ntype Z(v: int)\nsubscription S: a.v < 1 and Z[1].v < B.v and a[1]"
     (sub,) = compile_program(text).subscriptions
     (c,) = sub.conjunctions
     assert sig(c) == ["B[0]", "Z[0]", "Z[1]", "a[0]", "a[1]"]
@@ -471,7 +466,7 @@ ROUND_TRIP_CONDITIONS = [
     "T1[0].a1 < T2[0].a1 and T3.a1 < 20",
     "T1 and T2[1]",
     'T1.a1 = 5 or T2.name = "x" and T3',
-    "(T1.a1 < 3 or T1.a1 > 5) and (T1.flag = true or T2.name != \"y\")",
+    '(T1.a1 < 3 or T1.a1 > 5) and (T1.flag = true or T2.name != "y")',
     "T1[2] and T1[0].a1 < T1[1].a1",
     "T1[1] and T1[0].a2 >= 1.5e-7",
     "T1.a2 * 2 + 1 < T2.a2 / (T3.a2 - 0.5) or T2",
@@ -553,8 +548,12 @@ _predicate = st.one_of(
     st.builds(lambda i, op: f"A[{i}].y {op} B[{i}].n + 1", _index, _cmp),
     st.builds(lambda i, op, s: f"B[{i}].s {op} {_str_lit(s)}", _index, _cmp, _strings),
     st.builds(lambda i, j, op: f"B[{i}].s {op} B[{j}].s", st.just(0), st.just(1), _cmp),
-    st.builds(lambda i, op, v: f"B[{i}].b {op} {v}", _index, st.sampled_from(["=", "!=", "=="]),
-              st.sampled_from(["true", "false"])),
+    st.builds(
+        lambda i, op, v: f"B[{i}].b {op} {v}",
+        _index,
+        st.sampled_from(["=", "!=", "=="]),
+        st.sampled_from(["true", "false"]),
+    ),
     st.builds(lambda t, i: f"{t}[{i}]", st.sampled_from(["A", "B", "a"]), _index),
     st.sampled_from(["A", "B", "a"]),
     st.builds(lambda p: f"{p} and true", st.sampled_from(["A", "B[1]", "a.x > 0"])),

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from faidecs.cli.main import main
-from faidecs.runs.processes import run_processes
 from faidecs.properties import CHECKS
+from faidecs.runs.processes import run_processes
 from faidecs.runs.runlog import FORMAT, Delivered, Published, RunLog, RunLogError, RunRecorder
 
 TYPES = "type T1(a: int)\ntype T2(name: str)\n"

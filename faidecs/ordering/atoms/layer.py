@@ -59,7 +59,6 @@ class SequencerLoad:
     transited: int = 0
 
 
-
 def _view(graph: SequencingGraph, process: str) -> EpochView:
     groups = frozenset(g for g, members in graph.membership.items() if process in members)
     atoms = frozenset(a for a, common in graph.overlaps.items() if process in common)

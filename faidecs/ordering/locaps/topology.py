@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 Path = tuple[str, ...]
 
@@ -30,7 +30,7 @@ class BrokerGraph:
     adjacent: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, edges: Iterable[tuple[str, str]]) -> "BrokerGraph":
+    def of(cls, edges: Iterable[tuple[str, str]]) -> BrokerGraph:
         graph = cls()
         for a, b in edges:
             graph.link(a, b)
@@ -48,7 +48,9 @@ class BrokerGraph:
         return sorted((a, b) for a in self.adjacent for b in self.adjacent[a] if a < b)
 
     def is_tree(self) -> bool:
-        return len(self.edges()) == len(self.adjacent) - 1 and len(self.distances(self.brokers[0])) == len(self.adjacent)
+        return len(self.edges()) == len(self.adjacent) - 1 and len(self.distances(self.brokers[0])) == len(
+            self.adjacent
+        )
 
     def distances(self, source: str) -> dict[str, int]:
         """Hop counts from ``source`` (breadth-first). O(V + E)."""
@@ -239,5 +241,9 @@ def marker_hops(paths: Sequence[Path], start: str | None = None) -> int:
     """Subscription latency of Alg. 1 in hops along the shortest given path: up to the publisher
     and back (2 × the path's hops, the client link included). With ``start`` (a pivot on the
     paths), 2 × the hops between the subscriber's broker and ``start``."""
-    best = min(len(p) - 1 for p in paths) if start is None else min(len(p) - 1 - p.index(start) for p in paths if start in p)
+    best = (
+        min(len(p) - 1 for p in paths)
+        if start is None
+        else min(len(p) - 1 - p.index(start) for p in paths if start in p)
+    )
     return 2 * best

@@ -144,7 +144,11 @@ class Subscriber:
 
     def _hold(self, message: Notification | Dummy) -> None:
         if isinstance(message, Notification):
-            if self.config.profile == "fixed" and message.topic in self.lc and message.ts[message.topic] <= self.lc[message.topic]:
+            if (
+                self.config.profile == "fixed"
+                and message.topic in self.lc
+                and message.ts[message.topic] <= self.lc[message.topic]
+            ):
                 return  # predates the subscription point (E5): what _settle would drop
             self.events[message.event_id] = message
             if self.config.profile == "fixed":

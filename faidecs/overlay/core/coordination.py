@@ -12,11 +12,12 @@ would. Epochs only grow, so every decision can be judged against the epoch it ca
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol
+from collections.abc import Iterable
+from typing import Protocol
 
+from faidecs.merging.roles import Role
 from faidecs.overlay.core.messages import Down, LeaderChange, Message, Up
 from faidecs.overlay.core.replica import Placement
-from faidecs.merging.roles import Role
 
 #: (process to notify, notification)
 Notification = tuple[str, Message]

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from faidecs.merging.roles import Role, role_name, role_of
 from faidecs.overlay.core.messages import Down, Forward, Message, Publish, Send, Up
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
-from faidecs.merging.roles import Role, role_name, role_of
 
 
 class ServerHost:
-    def __init__(
-        self, process: str, replicas: Mapping[Role, MergerReplica], root: Callable[[str], Role] | None = None
-    ):
+    def __init__(self, process: str, replicas: Mapping[Role, MergerReplica], root: Callable[[str], Role] | None = None):
         """``root``: the role a publication of a type goes to (the type's root merger, or the
         sequencer of a baseline deployment)."""
         self.process = process

@@ -20,10 +20,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from faidecs.merging.roles import Role
 from faidecs.ordering.latch.receiver import LatchConfig, LatchReceiver, LatchStats, LatePolicy
 from faidecs.ordering.latch.stamp import Stamp, Stamper
 from faidecs.overlay.core.messages import Publish
-from faidecs.merging.roles import Role
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ the merger's stream with the peer's filter from the peer's position on, without 
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
 from faidecs.merging.roles import Role, role_name
 

@@ -11,7 +11,7 @@ and in which downstream processes try replicas.
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
 from faidecs.merging.roles import Role, role_name
 

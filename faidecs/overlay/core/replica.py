@@ -31,11 +31,12 @@ Protocol (docs/overlay.md has the pictures):
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter, union_all
+from faidecs.merging.roles import Role, is_root, parents, role_name
 from faidecs.overlay.core.keys import is_subscriber, merger_key
 from faidecs.overlay.core.messages import (
     Ack,
@@ -61,7 +62,6 @@ from faidecs.overlay.core.messages import (
     Send,
     Up,
 )
-from faidecs.merging.roles import Role, is_root, parents, role_name
 
 Placement = Callable[[Role], tuple[str, ...]]
 CommitHook = Callable[[Role, Decision, "Event | None"], None]
@@ -462,7 +462,9 @@ class MergerReplica:
             link = self.links.get(k)
             if link is not None and link.marker is not None:
                 # A repeated request (our reply may still be on its way): the same marker, same link.
-                return [(msg.process, MarkerReply(self.role, msg.consumer, link.marker, self._ts_at(link.marker), True))]
+                return [
+                    (msg.process, MarkerReply(self.role, msg.consumer, link.marker, self._ts_at(link.marker), True))
+                ]
             found = self.marker_for(msg.filter, msg.heartbeats)
             if found is None:
                 out.append((msg.process, MarkerReply(self.role, msg.consumer, -1, 0, False)))
@@ -517,8 +519,7 @@ class MergerReplica:
             if now - self.resent_at.get(msg.replica, -self.retry_every) >= self.retry_every:
                 self.resent_at[msg.replica] = now
                 out += [
-                    (msg.replica, Decide(self.role, self.epoch, d, self.commit))
-                    for d in self.decisions[msg.length :]
+                    (msg.replica, Decide(self.role, self.epoch, d, self.commit)) for d in self.decisions[msg.length :]
                 ]
         return out + self._advance_commit(now)
 
@@ -556,7 +557,9 @@ class MergerReplica:
     def _state(self) -> EpochState:
         # With lossy inputs a replica vouches only for the decisions whose payloads it holds, as
         # its Holds do: a committed one is then in a majority's answers, payload and all.
-        return EpochState(self.role, self.epoch, self.me, self.log_epoch, tuple(self.decisions[: self.held()]), self.commit)
+        return EpochState(
+            self.role, self.epoch, self.me, self.log_epoch, tuple(self.decisions[: self.held()]), self.commit
+        )
 
     def _on_epoch_query(self, msg: EpochQuery) -> list[Send]:
         if msg.epoch < self.epoch:

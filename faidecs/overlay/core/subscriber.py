@@ -19,14 +19,15 @@ whose merger does not cover it yet registers as a fresh client does.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from faidecs.grammar.model import EventType, Program, Subscription
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter, union_all
+from faidecs.merging.roles import Role, role_name, split_by_role
 from faidecs.overlay.core.keys import subscriber_key
 from faidecs.overlay.core.messages import (
     Ack,
@@ -44,7 +45,6 @@ from faidecs.overlay.core.messages import (
     Up,
 )
 from faidecs.overlay.core.replica import Placement, ProtocolError
-from faidecs.merging.roles import Role, role_name, split_by_role
 
 
 class Observer(Protocol):

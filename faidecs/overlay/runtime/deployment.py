@@ -41,9 +41,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Program, Subscription
+from faidecs.merging.roles import Role, ancestry, conjunction_role, role_of, split_by_role
 from faidecs.net.certificates import check_process_name
 from faidecs.overlay.core.placement import place
-from faidecs.merging.roles import Role, ancestry, conjunction_role, role_of, split_by_role
 
 
 class DeploymentError(FaidecsError):
@@ -142,7 +142,7 @@ class Deployment(BaseModel):
         return {k: _address(v) for k, v in value.items()}
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Deployment":
+    def _consistent(self) -> Deployment:
         names = [*self.servers, *self.subscribers, *self.publishers]
         for n in [self.name, *names]:
             try:
@@ -158,7 +158,9 @@ class Deployment(BaseModel):
         if shared:
             raise ValueError(f"address {sorted(shared)[0]} is given to two processes")
         if self.replicas > len(self.servers):
-            raise ValueError(f"{self.replicas} replicas per role need at least as many servers, not {len(self.servers)}")
+            raise ValueError(
+                f"{self.replicas} replicas per role need at least as many servers, not {len(self.servers)}"
+            )
         if self.keys is None and not self.insecure:
             raise ValueError("give keys (faidecs overlay keys) or set insecure = true")
         if self.ordering == "raft":
@@ -302,4 +304,12 @@ def load_deployment(path: Path) -> Deployment:
     return deployment
 
 
-__all__ = ["Deployment", "DeploymentError", "LatchSettings", "PublisherSpec", "SubscriberSpec", "Timing", "load_deployment"]
+__all__ = [
+    "Deployment",
+    "DeploymentError",
+    "LatchSettings",
+    "PublisherSpec",
+    "SubscriberSpec",
+    "Timing",
+    "load_deployment",
+]

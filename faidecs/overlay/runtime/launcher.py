@@ -18,8 +18,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from faidecs.errors import FaidecsError
 from faidecs.net.children import stop_processes
@@ -90,7 +91,9 @@ class LocalDeployment:
         record = {
             "deployment": str(self.path),
             "zookeeper": self.zookeeper,
-            "zookeeper_pid": self.server.process.pid if self.server is not None and self.server.process is not None else None,
+            "zookeeper_pid": self.server.process.pid
+            if self.server is not None and self.server.process is not None
+            else None,
             "pids": {n: p.pid for n, p in self.procs.items() if p.poll() is None},
         }
         (self.run_dir / "run.json").write_text(json.dumps(record, indent=2))

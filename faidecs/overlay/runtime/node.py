@@ -20,23 +20,24 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from faidecs.errors import EventError, FaidecsError
 from faidecs.matching.events import EventValidator
-from faidecs.overlay.core.admission import inconsistency
+from faidecs.merging.roles import is_root, role_name
 from faidecs.net.certificates import Keys
-from faidecs.overlay.runtime.deployment import Deployment
+from faidecs.net.processlog import ProcessLog
+from faidecs.net.statusfile import StatusFile
+from faidecs.net.transport import Transport
+from faidecs.overlay.core.admission import inconsistency
 from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.messages import Ack, Commit, Down, Holds, Message, Publish, Send
-from faidecs.net.processlog import ProcessLog
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
-from faidecs.merging.roles import is_root, role_name
-from faidecs.net.statusfile import StatusFile
 from faidecs.overlay.core.subscriber import SubscriberClient
-from faidecs.net.transport import Transport
 from faidecs.overlay.runtime.codec import OVERLAY_CODEC, RelayingCodec
+from faidecs.overlay.runtime.deployment import Deployment
 from faidecs.overlay.runtime.udp import UdpReceiver, UdpSender
 
 LOG = logging.getLogger("faidecs.overlay.runtime.node")
@@ -75,7 +76,9 @@ def now_ms() -> int:
 class Node:
     """One process of ``deployment``; :meth:`run` until stopped (SIGTERM, SIGINT or :meth:`stop`)."""
 
-    def __init__(self, deployment: Deployment, process: str, zookeeper: str, *, log_dir: Path, status_dir: Path | None = None):
+    def __init__(
+        self, deployment: Deployment, process: str, zookeeper: str, *, log_dir: Path, status_dir: Path | None = None
+    ):
         if process not in deployment.processes():
             raise FaidecsError(f"process {process} is not in deployment {deployment.name}")
         self.d = deployment
@@ -297,7 +300,13 @@ class Node:
         holds it; merging the run logs keeps the earliest (the leader's, before it forwards)."""
         if event is not None and decision.source in self.udp_publishers:
             self.log.publish(
-                {"id": event.id, "type": event.type, "attrs": dict(event.attrs), "publisher": decision.source, "seq": decision.key}
+                {
+                    "id": event.id,
+                    "type": event.type,
+                    "attrs": dict(event.attrs),
+                    "publisher": decision.source,
+                    "seq": decision.key,
+                }
             )
 
     def _handle(self, src: str, msg: Message, now: int) -> None:
@@ -376,7 +385,13 @@ class Node:
                 event = self.validator.validate({**raw, "publisher": self.process, "seq": self.seq})
             except EventError as exc:
                 raise FaidecsError(f"{where}: {exc}") from None
-            record = {"id": event.id, "type": event.type, "attrs": event.attrs, "publisher": self.process, "seq": self.seq}
+            record = {
+                "id": event.id,
+                "type": event.type,
+                "attrs": event.attrs,
+                "publisher": self.process,
+                "seq": self.seq,
+            }
             message = Publish(self.process, self.seq, event)
             if self.udp_out is not None:
                 assert self.sent_log is not None
@@ -430,7 +445,6 @@ class Node:
             out["published"] = getattr(self, "seq", 0)
             out["done"] = self.events is None
         return out
-
 
 
 __all__ = ["Node", "now_ms"]

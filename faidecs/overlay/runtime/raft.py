@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from faidecs.errors import FaidecsError
 from faidecs.merging.filters import Filter
+from faidecs.merging.roles import Role, is_root, role_name
 from faidecs.overlay.core.keys import is_subscriber
 from faidecs.overlay.core.messages import (
     Commit,
@@ -64,7 +65,6 @@ from faidecs.overlay.core.messages import (
     Send,
 )
 from faidecs.overlay.core.replica import MergerReplica, Placement, ProtocolError
-from faidecs.merging.roles import Role, is_root, role_name
 
 if TYPE_CHECKING:
     from faidecs.overlay.runtime.deployment import Deployment
@@ -341,7 +341,9 @@ def raft_replica(deployment: Deployment, role: Role, process: str) -> RaftReplic
     if not deployment.insecure and deployment.keys is None:
         raise FaidecsError("the Raft baseline needs keys for its password")
     if deployment.insecure:
-        LOG.warning("%s: Raft traffic of %s is neither encrypted nor authenticated (insecure = true)", process, role_name(role))
+        LOG.warning(
+            "%s: Raft traffic of %s is neither encrypted nor authenticated (insecure = true)", process, role_name(role)
+        )
     election = timing.session_timeout
     return RaftReplica(
         role,

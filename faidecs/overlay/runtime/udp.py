@@ -38,9 +38,9 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from faidecs.ordering.latch.stamp import Stamp
-from faidecs.overlay.runtime import wire
 from faidecs.overlay.core.inputstage import InputStage, InputStamper, Latched, latch_config
 from faidecs.overlay.core.messages import Publish
+from faidecs.overlay.runtime import wire
 
 if TYPE_CHECKING:
     from faidecs.net.certificates import Keys

@@ -30,10 +30,11 @@ from __future__ import annotations
 import math
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import fields as dataclass_fields
 from functools import lru_cache
 from operator import attrgetter
-from typing import Any, Callable, Final, NamedTuple, get_args
+from typing import Any, Final, NamedTuple, get_args
 
 import msgpack
 
@@ -56,6 +57,7 @@ from faidecs.grammar.model import (
 )
 from faidecs.matching.events import INT64_MAX, INT64_MIN, Event, EventValidator
 from faidecs.merging.filters import ACCEPT_ALL, Alternative, Filter
+from faidecs.merging.roles import Role, role_of
 from faidecs.overlay.core.messages import (
     Ack,
     Commit,
@@ -81,7 +83,6 @@ from faidecs.overlay.core.messages import (
     Register,
     Up,
 )
-from faidecs.merging.roles import Role, role_of
 from faidecs.span import Span
 
 VERSION: Final = 1
@@ -98,8 +99,6 @@ _LITERAL_KINDS = {bool: Kind.BOOL, int: Kind.INT, float: Kind.FLOAT, str: Kind.S
 
 class WireError(FaidecsError):
     """Bytes that are not a well-formed overlay message (or a message that cannot be encoded)."""
-
-
 
 
 _TYPE_WORDS = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", bytes: "bytes"}

@@ -87,8 +87,8 @@ from kazoo.protocol.states import EventType, WatchedEvent
 from kazoo.retry import KazooRetry
 
 from faidecs.errors import FaidecsError
-from faidecs.overlay.core.messages import Down, LeaderChange, Message, Up
 from faidecs.merging.roles import Role, role_name
+from faidecs.overlay.core.messages import Down, LeaderChange, Message, Up
 
 log = logging.getLogger(__name__)
 

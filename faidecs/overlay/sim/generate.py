@@ -10,11 +10,11 @@ from __future__ import annotations
 import random
 import re
 
+from faidecs.lab.generator import VALUES
 from faidecs.lab.generator import scenario as lab_scenario
 from faidecs.lab.scenario import TYPES_SOURCE
-from faidecs.lab.generator import VALUES
-from faidecs.overlay.core.placement import place
 from faidecs.merging.roles import role_of
+from faidecs.overlay.core.placement import place
 from faidecs.overlay.sim.scenario import Fault, Joiner, Reaction, Scenario
 
 MATCHING = ("FR", "FRC", "MR", "MRC")

@@ -6,7 +6,8 @@ options keep (faidecs/lab/measured.py); the others are printed too, but may fail
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from faidecs.grammar.model import Covering, Subscription
 from faidecs.lab.measured import MEASURED_VIOLATIONS, STAGED_VIOLATIONS

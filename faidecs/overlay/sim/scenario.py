@@ -119,7 +119,7 @@ class SimConfig(BaseModel):
     input_path: InputPath | None = None
 
     @model_validator(mode="after")
-    def _delays(self) -> "SimConfig":
+    def _delays(self) -> SimConfig:
         if self.max_delay < self.min_delay:
             raise ValueError("max_delay must be at least min_delay")
         return self

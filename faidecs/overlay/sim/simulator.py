@@ -24,17 +24,17 @@ from faidecs.errors import EventError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Subscription
 from faidecs.matching.events import Event, EventValidator
+from faidecs.merging.roles import Role, ancestry, conjunction_role, is_root, role_name, role_of
 from faidecs.ordering.latch.receiver import LatchStats
-from faidecs.overlay.sim.audit import StreamGap, stream_gaps
 from faidecs.overlay.core.coordination import SimulatedCoordination
 from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.inputstage import InputStage, InputStamper, Latched, latch_config
 from faidecs.overlay.core.messages import Decision, Message, Publish, Send
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica
-from faidecs.merging.roles import Role, ancestry, conjunction_role, is_root, role_name, role_of
-from faidecs.overlay.sim.scenario import Fault, Joiner, Scenario, SimConfig
 from faidecs.overlay.core.subscriber import SubscriberClient
+from faidecs.overlay.sim.audit import StreamGap, stream_gaps
+from faidecs.overlay.sim.scenario import Fault, Joiner, Scenario, SimConfig
 from faidecs.runs.runlog import Notified, Published, RunLog, RunRecorder
 
 COORDINATOR = "coordinator"
@@ -310,7 +310,15 @@ class Simulation:
         root = role_of([validated.type])
         message = Publish(publisher, seq, validated)
         if self.config.input_path is not None:
-            self.sent.append({"id": validated.id, "type": validated.type, "attrs": validated.attrs, "publisher": publisher, "seq": seq})
+            self.sent.append(
+                {
+                    "id": validated.id,
+                    "type": validated.type,
+                    "attrs": validated.attrs,
+                    "publisher": publisher,
+                    "seq": seq,
+                }
+            )
             self._lossy(publisher, root, message)
             return
         self._send(publisher, [(p, message) for p in self.placement(root)])
@@ -331,7 +339,9 @@ class Simulation:
             if lost:
                 self.lost_on_path += 1
                 continue
-            self._at(self.now + self.config.min_delay + round(delay), "msg", (publisher, dst, Latched(role, stamp, publish)))
+            self._at(
+                self.now + self.config.min_delay + round(delay), "msg", (publisher, dst, Latched(role, stamp, publish))
+            )
 
     def _arm_latch(self, server: str) -> None:
         due = self.stages[server].next_poll_ms()

@@ -5,12 +5,12 @@ Drawn as Graphviz text (no dependency) or as a PNG with matplotlib (the ``bench`
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from faidecs.grammar.model import Subscription
-from faidecs.overlay.core.placement import DEFAULT_REPLICAS, place
 from faidecs.merging.roles import Role, ancestry, conjunction_role, is_root, parents, role_name, role_of
+from faidecs.overlay.core.placement import DEFAULT_REPLICAS, place
 
 
 @dataclass(slots=True)
@@ -27,7 +27,7 @@ class Topology:
         servers: list[str],
         replicas: int = DEFAULT_REPLICAS,
         leaders: Mapping[Role, tuple[str, int]] | None = None,
-    ) -> "Topology":
+    ) -> Topology:
         roles: set[Role] = {role_of([t]) for t in types}
         reads: dict[str, list[Role]] = {}
         for name, sub in subscriptions.items():
