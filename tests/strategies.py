@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
@@ -160,7 +160,7 @@ class Const:
         return repr(self.value)
 
 
-Operand = Union[AttrRef, Const]
+Operand = AttrRef | Const
 Binding = Mapping[Instance, Mapping[str, Any]]  # instance -> the bound event's attrs
 
 

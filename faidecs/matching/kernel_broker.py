@@ -86,13 +86,15 @@ class KernelBroker:
                     self._compile_in_worker(source)
                 handle._finish(kernel_cache.load(source))
             except Exception as exc:  # noqa: BLE001 - recorded on the handle, the engine goes on
-                handle._finish(None, f"{type(exc).__name__}: {exc}")
+                error = f"{type(exc).__name__}: {exc}"
+                # Logged before the handle finishes: whoever waits on it then finds the log written.
                 _log.warning(
                     "kernel %s (%s) could not be compiled: %s; its conjunctions stay on the reference matcher",
                     source.key,
                     source.source.splitlines()[1].lstrip("# "),
-                    handle.error,
+                    error,
                 )
+                handle._finish(None, error)
             del handle
 
     def _compile_in_worker(self, source: KernelSource) -> None:

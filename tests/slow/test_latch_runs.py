@@ -70,7 +70,7 @@ def test_seeded_runs() -> None:
         report = check(log, ["Notification FIFO Order", "Notification Integrity"])
         assert report.violated() in ([], ["Notification FIFO Order"]), f"seed {seed}:\n{report.table()}"
         counts = fifo_violations_by_pair(RunView(log))
-        for (process, publisher), n in counts.items():
+        for (process, _publisher), n in counts.items():
             violations[(kind, process.split(".", 1)[1])] += n
         for (s, v, p), stats in run.stats.items():
             cfg = VARIANTS[v]

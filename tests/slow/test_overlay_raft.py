@@ -136,7 +136,8 @@ def test_sigkill_of_the_raft_leader_mid_stream(tmp_path: Path, zookeeper: str) -
             if m["role"] == ROLE and m["leader"] == n and m["epoch"] > term and m.get("first_commit_at")
         )
         print(
-            f"Raft failover after SIGKILL of the leader {leader} (term {term}): new leader applies after {first - killed_at:.3f} s"
+            f"Raft failover after SIGKILL of the leader {leader} (term {term}): "
+            f"new leader applies after {first - killed_at:.3f} s"
         )
         settled(run)
     finally:

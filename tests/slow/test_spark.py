@@ -198,7 +198,8 @@ def test_attribute_columns_of_types_with_underscores_do_not_collide(spark: Any, 
 
 
 def test_cli_spark_run_writes_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str], spark: Any) -> None:
-    """(Last in the module: the command stops the session when it ends.) `faidecs spark run` writes the deliveries; reading them back gives the embedded engine's."""
+    """(Last in the module: the command stops the session when it ends.) `faidecs spark run`
+    writes the deliveries; reading them back gives the embedded engine's."""
     from faidecs.cli.main import main
 
     out = tmp_path / "out"

@@ -431,7 +431,7 @@ def owed_and_allowed(ops: list[tuple[str, ...]]) -> tuple[set[tuple[str, str]], 
             subscribed[(op[1], op[2])] = False
             open_events.pop((op[1], op[2]))
         elif op[0] == "pub":
-            for (p, t), events in open_events.items():
+            for (_publisher, t), events in open_events.items():
                 if t == op[2]:
                     events.add(op[1])
         elif op[0] == "notify":

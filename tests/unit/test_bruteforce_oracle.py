@@ -15,17 +15,11 @@ Sizes are bounded (≤ 4 slots, ≤ 8 events per type, so queues ≤ 8) to keep 
 from __future__ import annotations
 
 import itertools
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from faidecs import Engine
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from strategies import (  # noqa: E402
     DISPOSALS,
     MATCHINGS,
@@ -48,6 +42,8 @@ from strategies import (  # noqa: E402
     programs,
     streams,
 )
+
+from faidecs import Engine
 
 Delivered = tuple[str, int, tuple[str, ...]]  # (subscription, conjunction as written, ids)
 

@@ -10,18 +10,14 @@ cut at random points.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from faidecs import Engine
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from stepwise import Delivered, as_batch, per_event  # noqa: E402
 from strategies import DISPOSALS, MATCHINGS, Event, between, draw_programs, draw_streams, program_text  # noqa: E402
+
+from faidecs import Engine
 
 # Every example compiles its conjunctions once; keep the count of structures moderate and the
 # number of runs per structure high (16 option combinations x 3 streams).

@@ -14,19 +14,15 @@ cannot agree on a wrong answer.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import event as note
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stepwise import per_event  # noqa: E402
 
 from faidecs import Engine
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from stepwise import per_event  # noqa: E402
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 TWO53 = 2**53

@@ -242,7 +242,7 @@ def test_parse_line_duplicate_id(engine: Engine) -> None:
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
 def test_parse_line_rejects_non_json_numbers(engine: Engine, token: str) -> None:
     """NaN and Infinity are not JSON: such a line is invalid input, not a float value."""
-    line = '{"id": "e1", "type": "T", "attrs": {"i": 1, "f": %s, "s": "x", "b": true}}' % token
+    line = '{"id": "e1", "type": "T", "attrs": {"i": 1, "f": ' + token + ', "s": "x", "b": true}}'
     with pytest.raises(EventError) as info:
         parse_line(engine, line, 3, set())
     assert str(info.value).startswith("line 3")

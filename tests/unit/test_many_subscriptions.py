@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stepwise import Delivered, as_batch
 
 from faidecs import Engine
 from faidecs.grammar import compile_program
@@ -32,9 +33,6 @@ from faidecs.matching.filter_index import Bounded, Equal, TypeRouter, access
 from faidecs.matching.kernel_broker import KernelHandle
 from faidecs.matching.kernel_source import generate
 from faidecs.matching.reference import ReferenceMatcher
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from stepwise import Delivered, as_batch
 
 TYPES = "type A(k: int, s: str, x: float, b: bool)\ntype B(k: int, s: str, y: float)\ntype C(k: int)\n"
 STRINGS = ("S0", "S1", "S2", 'q"t')

@@ -4,13 +4,9 @@ sampling without replacement, |SG_T| from the co-occurrence matrix, chain hops, 
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from ordering_workloads import (  # noqa: E402
     calibrate,
     chain_hops,

@@ -675,7 +675,7 @@ def test_conjunction_merger_widens_its_parents_before_logging_a_mark() -> None:
     for r in roles:
         for p in placement(r):
             pump.to(p, LeaderChange(r, placement(r)[0], 1))
-    for (p, r), replica in pump.replicas.items():
+    for (p, _role), replica in pump.replicas.items():
         pump.send(p, replica.start(0))
     pump.run()
     key = subscriber_key(["A and B"], "o")

@@ -525,8 +525,8 @@ def _num_expr(depth: int) -> st.SearchStrategy[str]:
     other = st.one_of(sub, _num_lit)
     return st.one_of(
         base,
-        st.builds(lambda l, op, r: f"{l} {op} {r}", sub, st.sampled_from("+-*/"), other),
-        st.builds(lambda l, op, r: f"({l}) {op} ({r})", other, st.sampled_from("+-*/"), sub),
+        st.builds(lambda lhs, op, r: f"{lhs} {op} {r}", sub, st.sampled_from("+-*/"), other),
+        st.builds(lambda lhs, op, r: f"({lhs}) {op} ({r})", other, st.sampled_from("+-*/"), sub),
         st.builds(lambda e: f"-({e})", sub),
         st.builds(lambda e: f"-{e}", base),
     )
@@ -542,8 +542,8 @@ def _str_lit(value: str) -> str:
 
 
 _predicate = st.one_of(
-    st.builds(lambda l, op, r: f"{l} {op} {r}", _num_expr(2), _cmp, _num_lit),
-    st.builds(lambda l, op, r: f"{l} {op} {r}", _num_lit, _cmp, _num_expr(2)),
+    st.builds(lambda lhs, op, r: f"{lhs} {op} {r}", _num_expr(2), _cmp, _num_lit),
+    st.builds(lambda lhs, op, r: f"{lhs} {op} {r}", _num_lit, _cmp, _num_expr(2)),
     st.builds(lambda i, j, op: f"A[{i}].x {op} a[{j}].x", _index, _index, _cmp),
     st.builds(lambda i, op: f"A[{i}].y {op} B[{i}].n + 1", _index, _cmp),
     st.builds(lambda i, op, s: f"B[{i}].s {op} {_str_lit(s)}", _index, _cmp, _strings),
@@ -566,10 +566,10 @@ def _condition(depth: int) -> st.SearchStrategy[str]:
     sub = _condition(depth - 1)
     return st.one_of(
         _predicate,
-        st.builds(lambda l, r: f"{l} and {r}", sub, sub),
-        st.builds(lambda l, r: f"{l} or {r}", sub, sub),
-        st.builds(lambda l, r: f"({l}) and ({r})", sub, sub),
-        st.builds(lambda l, r: f"({l} or {r})", sub, sub),
+        st.builds(lambda lhs, r: f"{lhs} and {r}", sub, sub),
+        st.builds(lambda lhs, r: f"{lhs} or {r}", sub, sub),
+        st.builds(lambda lhs, r: f"({lhs}) and ({r})", sub, sub),
+        st.builds(lambda lhs, r: f"({lhs} or {r})", sub, sub),
     )
 
 

@@ -8,18 +8,12 @@ recomputed and re-evaluated here. ``engine.check()`` runs after every publish.
 from __future__ import annotations
 
 import json
-import sys
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from faidecs import Engine, SubscriptionNotFound
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from strategies import (  # noqa: E402
     AttrSpec,
     ConjSpec,
@@ -37,6 +31,8 @@ from strategies import (  # noqa: E402
     subscriptions,
     variant_subscription,
 )
+
+from faidecs import Engine, SubscriptionNotFound
 
 Delivered = tuple[str, int, tuple[str, ...]]  # (subscription, conjunction as written, ids)
 

@@ -346,7 +346,7 @@ def test_verify_stock_example_json(examples: Path, tmp_path: Path, capsys: pytes
     assert main(["verify", str(log_path), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert list(data) == list(CHECKS)
-    for name, result in data.items():
+    for result in data.values():
         assert set(result) == {"holds", "violations"}
         assert result["holds"] is (not result["violations"])
         for v in result["violations"]:
