@@ -15,10 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # Tests of the default, background compilation ask for it explicitly (kernels="background").
 os.environ.setdefault("FAIDECS_KERNELS", "eager")
 
-# CI runs many more examples than a developer's quick run.
+# CI runs many more examples than a developer's quick run; the fast tier (scripts/test --fast)
+# runs every property with a few examples, so that it stays a loop of a few minutes.
 settings.register_profile("ci", max_examples=400, deadline=None)
 settings.register_profile("dev", max_examples=100, deadline=None)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+settings.register_profile("fast", max_examples=15, deadline=None)
+settings.load_profile(os.environ.get("FAIDECS_HYPOTHESIS") or ("ci" if os.environ.get("CI") else "dev"))
 
 
 @pytest.fixture
