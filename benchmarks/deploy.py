@@ -67,9 +67,12 @@ def markdown(r: dict[str, Any], rate: float) -> str:
     return (
         f"The overlay as processes on loopback ({m['cpu']}, {m['cores']} cores), CurveZMQ, ZooKeeper\n\n"
         "| figure | value |\n|---|---|\n"
-        f"| throughput, one 3-replica merger, publisher unthrottled | {t['events_per_s']:,} events/s ({t['events']:,} events) |\n"
-        f"| latency at {rate:,.0f} events/s, one merger hop: p50 / p99 | {one['latency_ms'].get('p50')} / {one['latency_ms'].get('p99')} ms |\n"
-        f"| latency at {rate:,.0f} events/s, two merger hops (A and B): p50 / p99 | {two['latency_ms'].get('p50')} / {two['latency_ms'].get('p99')} ms |\n"
+        f"| throughput, one 3-replica merger, publisher unthrottled "
+        f"| {t['events_per_s']:,} events/s ({t['events']:,} events) |\n"
+        f"| latency at {rate:,.0f} events/s, one merger hop: p50 / p99 "
+        f"| {one['latency_ms'].get('p50')} / {one['latency_ms'].get('p99')} ms |\n"
+        f"| latency at {rate:,.0f} events/s, two merger hops (A and B): p50 / p99 "
+        f"| {two['latency_ms'].get('p50')} / {two['latency_ms'].get('p99')} ms |\n"
     )
 
 

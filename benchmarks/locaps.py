@@ -135,7 +135,8 @@ def main() -> None:
         "# LoCaPS: subscribe to first delivery (ms), 50 ms per link, binary trees",
         "",
         "`locaps_run_ms`: the layer run (first event at most 5 ms after the starting cut); `locaps_ms`: the model;",
-        "`delta_ms`: Cond. 1 / whole-system ack aggregation (2 × eccentricity × 50 ms); `gryphon_ms`: 2 × depth × 50 ms.",
+        "`delta_ms`: Cond. 1 / whole-system ack aggregation (2 × eccentricity × 50 ms); "
+        "`gryphon_ms`: 2 × depth × 50 ms.",
         "",
     ]
     for key, rows in result.items():

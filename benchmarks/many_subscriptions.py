@@ -36,7 +36,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import machine
+from run import machine  # noqa: E402  (benchmarks/ is put on sys.path just above)
 
 TREE = HERE.parent
 WORKLOADS = ("esper", "desks", "churn", "cold_start", "programs")
@@ -372,7 +372,8 @@ def esper_report(rows: list[Result], p: Result) -> list[str]:
     lines = [
         "## Esper kit: N subscriptions, one per symbol",
         "",
-        "| target | N | events | publish() validated ev/s | µs/event | publish(dict) ev/s | publish_batch ev/s | from_source s | wait_for_kernels s |",
+        "| target | N | events | publish() validated ev/s | µs/event | publish(dict) ev/s | publish_batch ev/s "
+        "| from_source s | wait_for_kernels s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted({(t, n) for t, n, _ in by}, key=lambda k: (list(ROLE_NAMES).index(k[0]), k[1]))
@@ -403,7 +404,8 @@ def esper_report(rows: list[Result], p: Result) -> list[str]:
     lines += [
         "",
         (
-            f"Symbols: N (each event concerns exactly one subscription); Quote/Trade half each; publish_batch in batches of {e['batch_size']:,} events. "
+            "Symbols: N (each event concerns exactly one subscription); Quote/Trade half each; "
+            f"publish_batch in batches of {e['batch_size']:,} events. "
             f"Caps: reference matcher publish() only, first {e['reference']['events']:,} events, "
             f"{e['reference']['budget_s']} s; previous design N in {e['baseline']['subs']}, first "
             f"{e['baseline']['events']:,} events, {e['baseline']['budget_s']} s; this tree {e['main']['budget_s']} s. "
@@ -428,7 +430,8 @@ def desks_report(rows: list[Result], p: Result) -> list[str]:
         for w in r["windows"]:
             capped = {"capped": r["capped"] and w is r["windows"][-1]}
             lines.append(
-                f"| {ROLE_NAMES[r['target']]} | {subs} | {w['from']:,}–{w['to']:,} | {cell(capped, w['events_per_s'])} | "
+                f"| {ROLE_NAMES[r['target']]} | {subs} | {w['from']:,}–{w['to']:,} "
+                f"| {cell(capped, w['events_per_s'])} | "
                 f"{num(w['us_per_event'], 2)} | {w['queued_total']:,} / {w['queue_max']:,} | {w['deliveries']:,} |"
             )
     lines += ["", "Per-event time spread over the windows (max/min):"]
@@ -437,7 +440,8 @@ def desks_report(rows: list[Result], p: Result) -> list[str]:
             s = spread([w["us_per_event"] for w in r["windows"]])
             subs = r["args"]["shapes"] * r["args"]["per_shape"]
             lines.append(
-                f"- {ROLE_NAMES[r['target']]}, {subs} subscriptions: {num(s, 2)}x; from_source {r['from_source_s']:.2f} s"
+                f"- {ROLE_NAMES[r['target']]}, {subs} subscriptions: {num(s, 2)}x; "
+                f"from_source {r['from_source_s']:.2f} s"
             )
     mains = {
         r["args"]["shapes"] * r["args"]["per_shape"]: r for r in rows if r["target"] == "main" and "error" not in r
@@ -465,7 +469,8 @@ def churn_report(rows: list[Result], p: Result) -> list[str]:
     lines = [
         "## Churn: subscribe / publish 5 events / unsubscribe",
         "",
-        "| target | base subscriptions | cycles | subscribe ms median / p99 | unsubscribe ms median / p99 | RSS MiB before → after | children RSS MiB after |",
+        "| target | base subscriptions | cycles | subscribe ms median / p99 | unsubscribe ms median / p99 "
+        "| RSS MiB before → after | children RSS MiB after |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -473,14 +478,16 @@ def churn_report(rows: list[Result], p: Result) -> list[str]:
             continue
         s, u = r["subscribe_ms"], r["unsubscribe_ms"]
         lines.append(
-            f"| {ROLE_NAMES[r['target']]} | {r['args']['base']} | {cell(r, r['cycles_done'])} | {num(s['median'], 2)} / "
-            f"{num(s['p99'], 2)} | {num(u['median'], 2)} / {num(u['p99'], 2)} | {r['memory_before']['rss_mib']:.0f} → "
-            f"{r['memory_after']['rss_mib']:.0f} ({r['rss_ratio']:.2f}x) | {r['memory_after']['children_rss_mib']:.0f} |"
+            f"| {ROLE_NAMES[r['target']]} | {r['args']['base']} | {cell(r, r['cycles_done'])} "
+            f"| {num(s['median'], 2)} / {num(s['p99'], 2)} | {num(u['median'], 2)} / {num(u['p99'], 2)} "
+            f"| {r['memory_before']['rss_mib']:.0f} → {r['memory_after']['rss_mib']:.0f} ({r['rss_ratio']:.2f}x) "
+            f"| {r['memory_after']['children_rss_mib']:.0f} |"
         )
     b = p["churn"]["budget_s"]
     lines += [
         "",
-        f"Time budgets: this tree {b['main']} s, reference {b['reference']} s, previous design {b['baseline']} s (`*`: hit).",
+        f"Time budgets: this tree {b['main']} s, reference {b['reference']} s, "
+        f"previous design {b['baseline']} s (`*`: hit).",
     ]
     return lines + errors(rows, "churn")
 
@@ -489,7 +496,8 @@ def cold_report(rows: list[Result], p: Result) -> list[str]:
     lines = [
         "## Cold start: Esper kit, times from the from_source call",
         "",
-        "| target | kernels | cache | N | import s | from_source s | first delivery s (events) | full speed s | ev/s after | matchers at first delivery |",
+        "| target | kernels | cache | N | import s | from_source s | first delivery s (events) | full speed s "
+        "| ev/s after | matchers at first delivery |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -515,7 +523,8 @@ def programs_report(rows: list[Result], p: Result) -> list[str]:
     lines = [
         f"## A sequence of {c['count']} small programs in one process ({c['events']} events each, empty kernel cache)",
         "",
-        "| target | programs done | total s | process s | ms/program median / p99 / max | peak RSS MiB | RSS at end MiB | deliveries |",
+        "| target | programs done | total s | process s | ms/program median / p99 / max | peak RSS MiB "
+        "| RSS at end MiB | deliveries |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -524,8 +533,9 @@ def programs_report(rows: list[Result], p: Result) -> list[str]:
         ms = r["program_ms"]
         done = f"{r['programs_done']}" + (f" (cap {r['args']['cap_s']} s hit)" if r["capped"] else "")
         lines.append(
-            f"| {ROLE_NAMES[r['target']]} | {done} | {r['total_s']:.1f} | {r['process_s']:.1f} | {num(ms['median'], 1)} / {num(ms['p99'], 1)} / "
-            f"{num(ms['max'], 1)} | {r['hwm_mib']:.0f} | {r['rss_mib']:.0f} | {r['deliveries']:,} |"
+            f"| {ROLE_NAMES[r['target']]} | {done} | {r['total_s']:.1f} | {r['process_s']:.1f} "
+            f"| {num(ms['median'], 1)} / {num(ms['p99'], 1)} / {num(ms['max'], 1)} "
+            f"| {r['hwm_mib']:.0f} | {r['rss_mib']:.0f} | {r['deliveries']:,} |"
         )
     lines += [
         "",
@@ -599,7 +609,8 @@ def markdown(result: Result) -> str:
         feats = (
             "error"
             if "error" in t
-            else f"kernels= {'yes' if t.get('kernels_kw') else 'no'}, wait_for_kernels {'yes' if t.get('wait_for_kernels') else 'no'}"
+            else f"kernels= {'yes' if t.get('kernels_kw') else 'no'}, "
+            f"wait_for_kernels {'yes' if t.get('wait_for_kernels') else 'no'}"
         )
         lines.append(f"- {ROLE_NAMES[role]}: {t['name']}, {t['tree']} ({feats})")
     reports = {

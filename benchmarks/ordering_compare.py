@@ -432,7 +432,8 @@ def markdown(result: dict[str, Any]) -> str:
             stress = f"{r['stress']:.2f}" + (f" ({r['node_stress']:.2f})" if "node_stress" in r else "")
         busiest = r["busiest"].replace("|", "\\|")  # atom names hold a pipe
         out.append(
-            f"| {r['workload']} | {r['layer']} | {data} | {r['messages_per_event']:.1f} ({r['ordering_messages_per_event']:.1f}"
+            f"| {r['workload']} | {r['layer']} | {data} | {r['messages_per_event']:.1f}"
+            f" ({r['ordering_messages_per_event']:.1f}"
             f" + {r['notifications_per_event']:.1f}) | {ents} | {busiest} | {r['busiest_handled_per_event']:.2f} |"
             f" {r['busiest_event_share']:.2f} | {stress} | {r['latency_mean']:.1f} | {r['stretch_mean']:.2f} |"
             f" {r['stretch_p99']:.2f} | {r['stretch_dest_max']:.2f} | {r['cpu_per_message_us']:.1f} |"
@@ -469,9 +470,18 @@ PAPERS = """## The papers' headline numbers next to ours
 
 | paper's claim | paper | here (this benchmark) | detailed reproduction |
 |---|---|---|---|
-| seed 000: timestamping latency up to 10,000 events/s | < 300 ms (geographic deployment, 100 ms long links) | not comparable in ms (uniform 1-20 ms links, no queueing); the TM chain's propagation is the multistage row's latency minus one ENS hop | `ordering_seed000.md`: geographic deployment with netem-like delays and TM service times |
-| seed 000: mean timestamp size at 10 topics per client (1000 topics) | 46 (spray), 17 (geographic) | see the multistage rows' *ordering data* (2-4 topics per client on 20-50 topics: far smaller groups) | `ordering_seed000.md`, Figs. 7/8 |
-| seed 004: stretch with 8 / 64 groups | ≤ 2.5 / < 8 | atoms rows' *worst subscriber* stretch (20-50 groups, uniform links: no geography, so a sequencer hop costs as much as the direct path) | `ordering_seed004.md`, Fig. 3 (transit-stub topology) |
+| seed 000: timestamping latency up to 10,000 events/s \
+| < 300 ms (geographic deployment, 100 ms long links) \
+| not comparable in ms (uniform 1-20 ms links, no queueing); \
+the TM chain's propagation is the multistage row's latency minus one ENS hop \
+| `ordering_seed000.md`: geographic deployment with netem-like delays and TM service times |
+| seed 000: mean timestamp size at 10 topics per client (1000 topics) | 46 (spray), 17 (geographic) \
+| see the multistage rows' *ordering data* (2-4 topics per client on 20-50 topics: far smaller groups) \
+| `ordering_seed000.md`, Figs. 7/8 |
+| seed 004: stretch with 8 / 64 groups | ≤ 2.5 / < 8 \
+| atoms rows' *worst subscriber* stretch \
+(20-50 groups, uniform links: no geography, so a sequencer hop costs as much as the direct path) \
+| `ordering_seed004.md`, Fig. 3 (transit-stub topology) |
 | seed 004: stress | about 0.2 | atoms rows' *stress* | `ordering_seed004.md`, Fig. 6 |
 """
 
@@ -495,12 +505,14 @@ Figures quoted are from the default run (1000 events per workload); `--quick` di
   between a group's first and last atom, so with many overlapping groups (20 topics, 60 clients,
   spray: 51 atoms) a path visits 18-24 atoms and atoms cost more than the TM chain (6.6 TMs); with
   sparse overlaps (50 topics) paths are short and atoms cost least. The overlay is dearer by an
-  order of magnitude (88-283 per event with 3 replicas): each merger an event passes costs a `Forward` to each replica of each child,
+  order of magnitude (88-283 per event with 3 replicas): each merger an event passes costs a \
+`Forward` to each replica of each child,
   and with 3 replicas `Publish` x3, `Decide` and `Holds` x2 per decision, plus periodic `Commit`,
   `Ack` (every 50 ms from every consumer to every replica of its merger) and heartbeats. With 1
   replica only `Publish`, `Forward` and `Ack` remain (14-47 per event vs 88-283 with 3). The
   periodic part is paid per second, not per event: at 4x the rate the overlay's messages per event
-  fall from 210 to 136 (r=3) and 33 to 21 (r=1), at a quarter of it they rise to 431 and 75 (rate table); the layers' counts do not move.
+  fall from 210 to 136 (r=3) and 33 to 21 (r=1), at a quarter of it they rise to 431 and 75 (rate table); \
+the layers' counts do not move.
 - **Busiest entity.** A TM or atom handles one message per event that visits it, so its load is its
   event share (0.12-0.81). A merger replica handles more messages than events (1.2-2.9 per
   published event with 3 replicas, 0.4-0.9 with 1) although it sees fewer events (share 0.07-0.34):
@@ -514,7 +526,8 @@ Figures quoted are from the default run (1000 events per workload); `--quick` di
   publisher -> subscriber, so its stretch is 2 + the TMs on the chain (3.3 with 50 topics and
   little overlap; 5.1-11.6 where line routing makes chains long, and a p99 of 21-49 for topics
   ranked far below the top of their sequencing group); atoms = publisher -> path -> subscriber,
-  1 + the atoms on the path (2.2-27.6: long where line paths transit many atoms). The overlay's stretch hardly depends on the workload (12.3-13.8 with
+  1 + the atoms on the path (2.2-27.6: long where line paths transit many atoms). \
+The overlay's stretch hardly depends on the workload (12.3-13.8 with
   3 replicas, 4.3-4.6 with 1): an event passes its root and then the conjunction mergers between
   its type and the subscriber's whole type set (at most 4 types), and with 3 replicas each merger
   costs a publication or forward, a `Decide`, a `Holds` back to commit, often a `Commit` on the
@@ -608,8 +621,9 @@ def main() -> None:
         r["bound_measured"] = 1 / (r["busiest_handled_per_event"] * r["cpu_per_message_us"] * 1e-6)
         rows.append(r)
         print(
-            f"  {work.label:36} {kind:16} gap {gap:4} hdr {r['header_mean']:5.2f} msgs/ev {r['messages_per_event']:6.1f}"
-            f" busiest {r['busiest_handled_per_event']:5.2f} share {r['busiest_event_share']:.2f} stress {r['stress']:.2f}"
+            f"  {work.label:36} {kind:16} gap {gap:4} hdr {r['header_mean']:5.2f}"
+            f" msgs/ev {r['messages_per_event']:6.1f} busiest {r['busiest_handled_per_event']:5.2f}"
+            f" share {r['busiest_event_share']:.2f} stress {r['stress']:.2f}"
             f" stretch {r['stretch_mean']:5.2f} p99 {r['stretch_p99']:5.2f} cpu {r['cpu_per_message_us']:5.1f}us"
             f" [{r['wall_s']:.1f}s]",
             flush=True,

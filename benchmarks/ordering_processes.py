@@ -158,12 +158,14 @@ def main() -> None:
 def markdown(r: dict[str, Any]) -> str:
     m, w = r["machine"], r["workload"]
     lines = [
-        f"The ordering layers as processes on loopback ({m['cpu']}, {m['cores']} cores, shared with other work), CurveZMQ",
+        f"The ordering layers as processes on loopback ({m['cpu']}, {m['cores']} cores, shared with other work), "
+        "CurveZMQ",
         "",
         f"{w['subscribers']} subscribers over {w['types']} types, one publisher, {w['servers']} servers for the "
         "ordering entities; the sequencer baseline is the overlay's (one replica, ZooKeeper).",
         "",
-        f"| layer | throughput, unthrottled | notify latency at {w['rate']:,.0f}/s p50 / p99 | delivery latency p50 / p99 |",
+        f"| layer | throughput, unthrottled | notify latency at {w['rate']:,.0f}/s p50 / p99 "
+        "| delivery latency p50 / p99 |",
         "|---|---|---|---|",
     ]
     for name in ("multistage", "atoms", "sequencer"):

@@ -86,8 +86,9 @@ def readings(args: argparse.Namespace) -> dict[str, Any]:
                 row["off"] = max(abs(row[n]["mean"] / PAPER_K10[n] - 1) for n in PAPER_K10)
                 rows.append(row)
                 print(
-                    f"  {exponents:10} {row['model']:7} {clients:5} clients: mean |SG| spray {row['spray']['mean']:6.1f}"
-                    f" (s={row['spray']['s']:.3f}), geographic {row['geographic']['mean']:6.1f} (s={row['geographic']['s']:.3f})"
+                    f"  {exponents:10} {row['model']:7} {clients:5} clients:"
+                    f" mean |SG| spray {row['spray']['mean']:6.1f} (s={row['spray']['s']:.3f}),"
+                    f" geographic {row['geographic']['mean']:6.1f} (s={row['geographic']['s']:.3f})"
                 )
     best = min(rows, key=lambda r: r["off"])
     # which exponent would give the paper's figure, per reading (|SG| is not monotone in s)
@@ -110,7 +111,8 @@ def readings(args: argparse.Namespace) -> dict[str, Any]:
                 }
             )
             print(
-                f"  exponent giving 46 / 17 ({fit[-1]['model']}, {clients} clients): {hits['spray']} / {hits['geographic']}"
+                f"  exponent giving 46 / 17 ({fit[-1]['model']}, {clients} clients):"
+                f" {hits['spray']} / {hits['geographic']}"
             )
     sweep = []
     for clients in (1000, 10000):
@@ -151,7 +153,8 @@ def layer_check(args: argparse.Namespace) -> dict[str, Any]:
     measured = [len(layer.timestamps[f"e{t}"]) for t in range(n)]
     analytic = sg_sizes(a).tolist()
     print(
-        f"  layer check ({n} topics, {clients} clients): len(ts_e) == |SG_T| for {sum(map(int.__eq__, measured, analytic))}/{n} topics"
+        f"  layer check ({n} topics, {clients} clients): len(ts_e) == |SG_T| for"
+        f" {sum(map(int.__eq__, measured, analytic))}/{n} topics"
     )
     return {"topics": n, "clients": clients, "equal": measured == analytic, "mean": float(np.mean(measured))}
 
@@ -169,7 +172,8 @@ def routing(args: argparse.Namespace) -> list[dict[str, Any]]:
             row = {"clients": clients, "pattern": name, "s": s, **{key: float(v @ w) for key, v in hops.items()}}
             rows.append(row)
             print(
-                f"  {clients:5} clients, {name:10}: hops paper {row['paper']:6.1f} (cross-server {row['paper_cross']:.2f}),"
+                f"  {clients:5} clients, {name:10}:"
+                f" hops paper {row['paper']:6.1f} (cross-server {row['paper_cross']:.2f}),"
                 f" line {row['line']:6.1f} (cross-server {row['line_cross']:.2f})"
             )
     return rows
@@ -339,8 +343,10 @@ def geographic(args: argparse.Namespace) -> dict[str, Any]:
         out["runs"].append(r)
         shares = " ".join(f"{x:.2f}" for x in r["share_forwarded"])
         print(
-            f"  {label:13} {name:10} {profile:7} {rate:6} ev/s x {events}: latency mean {r['mean']:6.1f} p50 {r['p50']:6.1f} p99 {r['p99']:6.1f} ms,"
-            f" {fmt(r['throughput'])} ts/s (saturation {r['saturation']:7.0f}/TM queue, {r['saturation_per_server_cpu']:6.0f}/server"
+            f"  {label:13} {name:10} {profile:7} {rate:6} ev/s x {events}:"
+            f" latency mean {r['mean']:6.1f} p50 {r['p50']:6.1f} p99 {r['p99']:6.1f} ms,"
+            f" {fmt(r['throughput'])} ts/s (saturation {r['saturation']:7.0f}/TM queue,"
+            f" {r['saturation_per_server_cpu']:6.0f}/server"
             f" queue), hops {r['hops']:5.1f} ({r['cross_hops']:.2f} cross), forwarded share {shares} [{r['wall']:.1f}s]"
         )
         # A13: server 1 forwards nothing; server s only to servers < s (chains climb)
@@ -363,14 +369,16 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "Mean |SG_T| at 10 topics per client (paper: 46 for 0.349, 17 for 0.901); std; publication-weighted mean:",
         "",
-        "| exponents | model | clients | spray s | spray mean | std | pub-weighted | geographic s | geographic mean | std | pub-weighted |",
+        "| exponents | model | clients | spray s | spray mean | std | pub-weighted "
+        "| geographic s | geographic mean | std | pub-weighted |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in ts["k10"]:
         sp, ge = r["spray"], r["geographic"]
         lines.append(
             f"| {r['exponents']} | {r['model']} | {r['clients']} | {sp['s']:.3f} | {sp['mean']:.1f} | {sp['std']:.1f} |"
-            f" {sp['pub_weighted']:.1f} | {ge['s']:.3f} | {ge['mean']:.1f} | {ge['std']:.1f} | {ge['pub_weighted']:.1f} |"
+            f" {sp['pub_weighted']:.1f} | {ge['s']:.3f} | {ge['mean']:.1f} | {ge['std']:.1f} |"
+            f" {ge['pub_weighted']:.1f} |"
         )
     lines += [
         "",
@@ -413,22 +421,27 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     for r in result["routing"]:
         lines.append(
-            f"| {r['clients']} | {r['pattern']} | {r['paper']:.1f} | {r['paper_cross']:.2f} | {r['line']:.1f} | {r['line_cross']:.2f} |"
+            f"| {r['clients']} | {r['pattern']} | {r['paper']:.1f} | {r['paper_cross']:.2f} |"
+            f" {r['line']:.1f} | {r['line_cross']:.2f} |"
         )
     g = result["geographic"]
     lines += [
         "",
-        f"Geographic deployment (1000 topics, 5 servers, 1000 clients, k=10, {result['args']['events']} events per row)."
-        f" TM service time: measured {g['service'] * 1e6:.1f} us; paper-implied {g['service_implied_by_paper'] * 1e6:.1f} us.",
+        "Geographic deployment (1000 topics, 5 servers, 1000 clients, k=10,"
+        f" {result['args']['events']} events per row)."
+        f" TM service time: measured {g['service'] * 1e6:.1f} us;"
+        f" paper-implied {g['service_implied_by_paper'] * 1e6:.1f} us.",
         "",
-        "| service | pattern | routing | rate (ev/s) | events | p50 | p90 | p99 | max | ts/s | saturation, queue per TM |"
-        " per server | hops | cross-server hops | forwarded share, servers 1-5 | forwarded entries per ts, servers 1-5 |",
+        "| service | pattern | routing | rate (ev/s) | events | p50 | p90 | p99 | max | ts/s |"
+        " saturation, queue per TM | per server | hops | cross-server hops |"
+        " forwarded share, servers 1-5 | forwarded entries per ts, servers 1-5 |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in g["runs"]:
         routing_name = "line" if r["profile"] == "fixed" else "paper"
         lines.append(
-            f"| {r['service_label']} | {r['pattern']} | {routing_name} | {r['rate']} | {r['events']} | {r['mean']:.0f} | {r['p50']:.0f} |"
+            f"| {r['service_label']} | {r['pattern']} | {routing_name} | {r['rate']} | {r['events']} |"
+            f" {r['mean']:.0f} | {r['p50']:.0f} |"
             f" {r['p90']:.0f} | {r['p99']:.0f} | {r['max']:.0f} | {fmt(r['throughput'])} | {r['saturation']:.0f} |"
             f" {r['saturation_per_server_cpu']:.0f} | {r['hops']:.1f} | {r['cross_hops']:.2f} | "
             + " / ".join(f"{x:.2f}" for x in r["share_forwarded"])

@@ -134,7 +134,8 @@ def traffic(args: argparse.Namespace) -> list[dict[str, Any]]:
             }
         )
         print(
-            f"  {label}: {rows[-1]['total']} messages per event; ⊔[A,B] merged {rows[-1]['events_in_conjunction_merger']} of {args.events} events"
+            f"  {label}: {rows[-1]['total']} messages per event;"
+            f" ⊔[A,B] merged {rows[-1]['events_in_conjunction_merger']} of {args.events} events"
         )
     return rows
 

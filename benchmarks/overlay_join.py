@@ -99,7 +99,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"the joiner subscribes to T1 ∧ … ∧ Tn at {result['join']} ms; the existing subscriber reads the "
         "merger k hops up the chain (k = 0: the joiner's own merger, identical subscription).",
         "",
-        "| n types | k hops | mode | subscribe → start (ms) | subscribe → first delivery (ms) | max first (ms) | at a marker |",
+        "| n types | k hops | mode | subscribe → start (ms) | subscribe → first delivery (ms) "
+        "| max first (ms) | at a marker |",
         "|---:|---:|---|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:

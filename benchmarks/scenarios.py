@@ -15,7 +15,8 @@ Orderings, each feeding the same subscriber engines: ``overlay`` (faidecs), ``se
 replica (a single sequencer) and with three (a replicated sequencer, majority commit), and
 ``raft`` (a Raft log from pysyncobj) where the runtime has it. Subscribers are spread over the
 scenario's subscriptions; their number grows. Throughput: an unthrottled publisher, events per
-second from the first publication until the last event reached a subscriber's engines. Latency: at a steady rate, from the
+second from the first publication until the last event reached a subscriber's engines. \
+Latency: at a steady rate, from the
 publication of a relation's last event to its delivery (p50, p99). Writes scenarios.json,
 scenarios.md and scenarios.png.
 """

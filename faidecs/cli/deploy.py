@@ -56,7 +56,8 @@ def status_table(statuses: dict[str, dict[str, Any]], previous: dict[str, dict[s
     """Per merger replica: role, leader, epoch, state, log and commit positions, buffered inputs,
     commits per second since ``previous``; per client: deliveries or publications."""
     lines = [
-        f"{'process':<10} {'merger':<24} {'leader':<8} {'epoch':>5} {'state':<10} {'commit':>8} {'rate/s':>8} {'buffered':>8}"
+        f"{'process':<10} {'merger':<24} {'leader':<8} {'epoch':>5} {'state':<10} "
+        f"{'commit':>8} {'rate/s':>8} {'buffered':>8}"
     ]
     for name in sorted(statuses):
         s = statuses[name]

@@ -7,7 +7,6 @@ the checker can point at the offending text with a caret.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from faidecs.span import Span as Span  # re-exported: spans are part of the tree's vocabulary
 
@@ -94,7 +93,7 @@ class Or:
     span: Span = field(compare=False)
 
 
-Expr = Union[Ref, Literal, Neg, Arith, Compare, And, Or]
+Expr = Ref | Literal | Neg | Arith | Compare | And | Or
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +106,7 @@ class SubscriptionDecl:
     source: str = field(compare=False)
 
 
-Declaration = Union[TypeDecl, SubscriptionDecl]
+Declaration = TypeDecl | SubscriptionDecl
 
 
 @dataclass(frozen=True, slots=True)

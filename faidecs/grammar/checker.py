@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Union
 
 from faidecs.errors import Diagnostic
 from faidecs.grammar import ast
@@ -64,7 +63,7 @@ class AnyOf:
     right: Condition
 
 
-Condition = Union[Atom, AllOf, AnyOf]
+Condition = Atom | AllOf | AnyOf
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Union
 
 from faidecs.grammar.ast import Span
 
@@ -96,7 +95,7 @@ class ArithOp:
     kind: Kind
 
 
-Value = Union[AttrOf, Const, Negate, ArithOp]
+Value = AttrOf | Const | Negate | ArithOp
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "!=": "!="}

@@ -10,9 +10,9 @@ in declaration order, encoded as int64 (see :mod:`faidecs.matching.columns`). On
 
 from __future__ import annotations
 
-ARRIVAL, TICK, VALUES = 0, 1, 2  # queue columns
-
 from faidecs.grammar.model import Disposal, Matching
+
+ARRIVAL, TICK, VALUES = 0, 1, 2  # queue columns
 
 MATCHING_CODES = {Matching.FR: 0, Matching.MR: 1, Matching.FRC: 2, Matching.MRC: 3}
 DISPOSAL_CODES = {Disposal.I: 0, Disposal.PI: 1, Disposal.IP: 2, Disposal.FP: 3}

@@ -3,8 +3,9 @@
 It reads one JSON request per line on stdin (``{"key", "source", "types", "widths", "memo",
 "cache"}``), compiles the kernel with numba into the on-disk cache under the ``cache`` folder
 (:mod:`faidecs.matching.kernel_cache`) and answers one JSON line on stdout (``{"key", "ok",
-"seconds"}`` or ``{"key", "ok": false, "error"}``). It exits when stdin closes, after the kernel it is compiling: a CLI run that ends
-early leaves that kernel in the cache for the next run instead of throwing the work away.
+"seconds"}`` or ``{"key", "ok": false, "error"}``). It exits when stdin closes, after the kernel
+it is compiling: a CLI run that ends early leaves that kernel in the cache for the next run instead
+of throwing the work away.
 
 Run as ``python -m faidecs.matching.kernel_worker``; the engine's broker starts it.
 """
