@@ -28,15 +28,22 @@ from faidecs.matching.delivery import Delivery
 from faidecs.matching.events import Event, EventValidator
 from faidecs.matching.filter_index import Route, TypeRouter, access
 from faidecs.matching.partitioned_state import PartitionedConjunctionState
+from faidecs.matching.records import (
+    KERNEL_MODES,
+    MATCHERS,
+    SNAPSHOT_FORMAT,
+    KernelMode,
+    Matcher,
+    MatcherKinds,
+    Metrics,
+    Snapshot,
+    StateJson,
+)
 from faidecs.matching.reference import ReferenceMatcher
 from faidecs.matching.tiered_state import TieredState
 
 if TYPE_CHECKING:
     from faidecs.matching.compiled_state import EventContext
-
-MATCHERS = ("compiled", "reference")
-KERNEL_MODES = ("background", "eager")
-SNAPSHOT_FORMAT = "faidecs.snapshot/2"
 
 
 @dataclass(slots=True)
@@ -65,7 +72,12 @@ class Engine:
     """
 
     def __init__(
-        self, program: Program, *, matcher: str = "compiled", bounds: BoundsSpec = None, kernels: str | None = None
+        self,
+        program: Program,
+        *,
+        matcher: Matcher = "compiled",
+        bounds: BoundsSpec = None,
+        kernels: KernelMode | None = None,
     ):
         """``matcher``: ``"compiled"`` (each conjunction runs as a numba kernel; conjunctions the
         kernels cannot run, those that order strings, use the reference matcher) or
@@ -75,13 +87,14 @@ class Engine:
         hold yet run on the reference matcher while a worker process compiles it, and switch to
         it between two events) or ``"eager"`` (every kernel is compiled or loaded before the
         engine is returned); the ``FAIDECS_KERNELS`` environment variable sets the default."""
+        # Checked at run time too: callers may be untyped, and FAIDECS_KERNELS is any string.
         if matcher not in MATCHERS:
             raise ValueError(f"unknown matcher {matcher!r}; available: {', '.join(MATCHERS)}")
-        kernels = kernels if kernels is not None else os.environ.get("FAIDECS_KERNELS") or "background"
-        if kernels not in KERNEL_MODES:
-            raise ValueError(f"unknown kernels mode {kernels!r}; available: {', '.join(KERNEL_MODES)}")
-        self.matcher = matcher
-        self.kernels = kernels
+        mode = kernels if kernels is not None else os.environ.get("FAIDECS_KERNELS") or "background"
+        if mode not in KERNEL_MODES:
+            raise ValueError(f"unknown kernels mode {mode!r}; available: {', '.join(KERNEL_MODES)}")
+        self.matcher: Matcher = matcher
+        self.kernels: KernelMode = mode
         self._pending: list[TieredState] = []  # conjunctions waiting for their kernel
         self._bounds = _check_bounds(bounds, {s.name for s in program.subscriptions})
         self._types: dict[str, EventType] = dict(program.types)
@@ -104,9 +117,9 @@ class Engine:
         text: str,
         *,
         filename: str = "<program>",
-        matcher: str = "compiled",
+        matcher: Matcher = "compiled",
         bounds: BoundsSpec = None,
-        kernels: str | None = None,
+        kernels: KernelMode | None = None,
     ) -> Engine:
         """Compile a program; raises :class:`~faidecs.errors.ProgramError` with positions."""
         with paused_gc():
@@ -261,7 +274,7 @@ class Engine:
                 if route.clocked:
                     route.take_clock(route.state.clock, seen)
 
-    def matchers(self) -> dict[str, list[str]]:
+    def matchers(self) -> MatcherKinds:
         """Per subscription, per conjunction as written: ``"compiled"`` or ``"reference"`` (for a
         staged conjunction, one entry per component, joined by ``+``)."""
 
@@ -399,12 +412,12 @@ class Engine:
 
     # --- state -----------------------------------------------------------------------------
 
-    def state_json(self) -> dict[str, list[dict[str, Any]]]:
+    def state_json(self) -> StateJson:
         """Per subscription, per conjunction as written, per type: the queued ids, oldest first
         (a staged conjunction adds its waiting component relations under ``"staged"``)."""
         return {name: [c.state_json() for c in s.conjunctions] for name, s in self._subscriptions.items()}
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> Metrics:
         """Gauges: events published, and per subscription, per conjunction as written, the queue
         lengths, relations delivered and events dropped by bounds."""
         return {
@@ -430,7 +443,7 @@ class Engine:
             for c in s.conjunctions:
                 c.check()
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         """The engine's exact state as JSON-compatible data: program, queues and counters.
         A replica or a joining subscriber starts from it with :meth:`restore`. An engine stopped
         by a queue overflow has no consistent state to give: this raises the overflow again."""
@@ -449,9 +462,9 @@ class Engine:
         cls,
         snapshot: Mapping[str, Any],
         *,
-        matcher: str = "compiled",
+        matcher: Matcher = "compiled",
         bounds: BoundsSpec = None,
-        kernels: str | None = None,
+        kernels: KernelMode | None = None,
     ) -> Engine:
         """An engine in exactly the state ``snapshot`` describes. Bounds are configuration, not
         state: pass the same ``bounds`` as the engine that took the snapshot."""
