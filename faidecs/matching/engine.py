@@ -16,7 +16,7 @@ from faidecs.errors import EventError, FaidecsError, QueueOverflowError, Snapsho
 from faidecs.gcpause import paused_gc
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import Conjunction, Covering, EventType, Program, Subscription
-from faidecs.matching.batch import BatchResult, BatchScope, publish_batch
+from faidecs.matching.batch import BatchResult, BatchScope, ColumnTable, Order, publish_batch
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.conjunction_state import (
     AnyConjunctionState,
@@ -377,7 +377,7 @@ class Engine:
         assert self._context is not None
         self._context.collect((c.live_arrivals(t) for c in self._compiled for t in range(c.m)), len(self._compiled))
 
-    def publish_batch(self, tables: Mapping[str, Any], order: Any) -> BatchResult:
+    def publish_batch(self, tables: Mapping[str, ColumnTable], order: Order) -> BatchResult:
         """Process a whole batch of events given as columns: ``tables`` maps each type name to
         its columns (a mapping of attribute name to array, a pandas DataFrame, or a pyarrow
         Table; an optional ``id`` column names the events), and ``order`` gives the global
