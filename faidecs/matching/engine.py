@@ -89,7 +89,7 @@ class Engine:
         """``matcher``: ``"compiled"`` (each conjunction runs as a numba kernel; conjunctions the
         kernels cannot run, those that order strings, use the reference matcher) or
         ``"reference"`` (the oracle). ``bounds``: one :class:`Bounds` for every conjunction, or one
-        per subscription name (see :mod:`faidecs.matching.bounds`). ``kernels`` (compiled
+        per subscription name (see :class:`faidecs.Bounds`). ``kernels`` (compiled
         matcher): ``"background"`` (the default; conjunctions whose kernel this process does not
         hold yet run on the reference matcher while a worker process compiles it, and switch to
         it between two events) or ``"eager"`` (every kernel is compiled or loaded before the
@@ -390,7 +390,7 @@ class Engine:
         Table; an optional ``id`` column names the events), and ``order`` gives the global
         arrival order as one type name (or index into ``tables``) per event: the k-th occurrence
         of a type is that type's k-th row. Deliveries are exactly those of publishing the events
-        one by one in that order; see :class:`~faidecs.matching.batch.BatchResult`."""
+        one by one in that order; see :class:`faidecs.BatchResult`."""
         if self._stopped is not None:
             raise self._stopped
         self._sync_clocks()  # every conjunction sees every event of its types in a batch

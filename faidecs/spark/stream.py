@@ -27,6 +27,10 @@ from faidecs.spark.correlate import DELIVERY_SCHEMA, GroupRun, _empty, _groups, 
 from faidecs.spark.ingest import SparkInputError, typed_rows
 from faidecs.spark.plan import SPARK_KINDS, Plan
 
+# Public (docs/architecture.md, "Public API"): a module of its own, not re-exported by
+# faidecs.spark, because it imports PySpark's streaming API when it is imported.
+__all__ = ["correlate_stream", "stream"]
+
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 STATE_SCHEMA = "snapshot string, last long"
 

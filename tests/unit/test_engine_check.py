@@ -14,9 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from faidecs import Engine
-from faidecs.errors import EngineStateError, FaidecsError
-from faidecs.matching.bounds import Bounds
+from faidecs import Bounds, Engine, EngineStateError, FaidecsError
 from faidecs.matching.partitioned_state import PartitionedConjunctionState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +107,7 @@ def test_compiled_queue_over_its_bound() -> None:
 def test_check_survives_python_optimize() -> None:
     """Under ``-O`` asserts are gone; the check still raises."""
     code = (
-        "from faidecs import Engine\nfrom faidecs.errors import EngineStateError\n"
+        "from faidecs import Engine, EngineStateError\n"
         "e = Engine.from_source('type T1(a: int)\\ntype T2(a: int)\\nsubscription S: T1 and T2', matcher='reference')\n"
         "e.publish({'id': 'x0', 'type': 'T1', 'attrs': {'a': 0}})\n"
         "e.publish({'id': 'x1', 'type': 'T1', 'attrs': {'a': 1}})\n"
