@@ -404,7 +404,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"Machine: {m['cpu']}, {m['cores']} cores; Python {m['python']}, numba {m['numba']}, numpy {m['numpy']}.",
         "",
-        "| workload | events | compiled batch ev/s | compiled publish() ev/s | reference ev/s | speed-up batch | speed-up publish() |",
+        "| workload | events | compiled batch ev/s | compiled publish() ev/s | reference ev/s "
+        "| speed-up batch | speed-up publish() |",
         "|---|---|---|---|---|---|---|",
     ]
 

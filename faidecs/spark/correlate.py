@@ -8,8 +8,9 @@ pass (:mod:`faidecs.spark.pushdown`), in one pass over the input. The copies are
 by group (program, group, and partition value for a partitioned merger) and sorted by (group,
 order) within each partition, and ``mapInArrow`` walks each partition's Arrow batches: a group's
 rows run through one engine (:class:`GroupRun`), batch after batch, by ``publish_batch`` (Arrow
-columns to the matcher and relations back as a list column, no Python object per event but ids), so memory is bounded by a batch, not a group. Groups
-run in parallel. The deliveries are sorted back into the embedded engine's order."""
+columns to the matcher and relations back as a list column, no Python object per event but ids),
+so memory is bounded by a batch, not a group. Groups run in parallel. The deliveries are sorted
+back into the embedded engine's order."""
 
 from __future__ import annotations
 
