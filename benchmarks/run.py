@@ -31,8 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workloads  # noqa: E402
 from workloads import Workload  # noqa: E402
 
-from faidecs import Engine  # noqa: E402
-from faidecs.matching.bounds import Bounds  # noqa: E402
+from faidecs import Bounds, Engine  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

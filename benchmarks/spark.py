@@ -68,7 +68,7 @@ def embedded_rate(text: str, folder: Path, limit: int) -> dict[str, Any]:
     """One engine, one core, the columnar batch path, on the first ``limit`` events."""
     import pyarrow.parquet as pq
 
-    from faidecs.matching.engine import Engine
+    from faidecs import Engine
 
     table = pq.read_table(sorted(folder.glob("*.parquet"))[0]).slice(0, limit).to_pandas()
 

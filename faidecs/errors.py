@@ -122,3 +122,8 @@ class QueueOverflowError(FaidecsError):
             f"subscription {subscription}, conjunction {conjunction}: queue {type_name} is full "
             f"({max_queue} events) when event {event_id!r} arrives, and its overflow policy is error"
         )
+
+
+class EngineStateError(FaidecsError):
+    """:meth:`Engine.check <faidecs.Engine.check>` found the engine's state inconsistent (a bug in
+    faidecs, or state changed from outside); the message says which part and what."""

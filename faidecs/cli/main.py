@@ -17,6 +17,7 @@ from faidecs.lab.describe import describe_program, program_json
 from faidecs.matching.bounds import Bounds
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
+from faidecs.matching.records import MATCHERS
 from faidecs.runs.replay import replay
 
 #: Inputs at least this large get a progress bar on stderr (when stderr is a terminal, or forced).
@@ -234,9 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--format", choices=("json", "text"), default="json", help="output format")
     run.add_argument("--progress", choices=("auto", "always", "never"), default="auto", help="progress bar on stderr")
     run.add_argument("--log", help="record the run as a run log (one process per subscription)")
-    run.add_argument(
-        "--matcher", choices=("compiled", "reference"), default="compiled", help="matcher (default: compiled)"
-    )
+    run.add_argument("--matcher", choices=MATCHERS, default="compiled", help="matcher (default: compiled)")
     run.add_argument("--max-queue", type=_positive, help="bound every conjunction queue to N events")
     run.add_argument("--max-age", type=_positive, help="drop queued events N arrivals old")
     run.add_argument(

@@ -15,6 +15,7 @@ from faidecs.cli.inputs import read_text
 from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Kind, Program, Subscription
+from faidecs.matching.records import MATCHERS
 
 
 class SpecError(FaidecsError):
@@ -221,7 +222,7 @@ def add_parser(sub: Any) -> None:
         "--join", action="append", default=[], metavar="SUB@T[:fresh]", help="a new subscriber to SUB joins at T ms"
     )
     sim.add_argument("--leave", action="append", default=[], metavar="SUB@T", help="SUB's subscriber leaves at T ms")
-    sim.add_argument("--matcher", choices=("compiled", "reference"), default="compiled", help="subscribers' matcher")
+    sim.add_argument("--matcher", choices=MATCHERS, default="compiled", help="subscribers' matcher")
     sim.add_argument("--log", help="write the run log (faidecs verify reads it)")
     sim.add_argument("--json", action="store_true", help="print the report as JSON")
     sim.set_defaults(func=cmd_simulate)

@@ -9,6 +9,7 @@ from typing import Any
 
 from faidecs.cli.inputs import read_text
 from faidecs.errors import FaidecsError
+from faidecs.matching.records import MATCHERS
 
 
 class SparkMissing(FaidecsError):
@@ -92,7 +93,7 @@ def _common(parser: Any) -> None:
     parser.add_argument("--out-format", choices=("parquet", "json"), default="parquet", help="default parquet")
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     parser.add_argument("--driver-memory", default="2g", help="driver JVM heap; local mode runs all in it (default 2g)")
-    parser.add_argument("--matcher", choices=("compiled", "reference"), default="compiled")
+    parser.add_argument("--matcher", choices=MATCHERS, default="compiled")
     parser.add_argument("--no-events", action="store_true", help="write relation ids only, not the events")
 
 

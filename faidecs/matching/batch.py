@@ -11,11 +11,12 @@ events one by one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from faidecs.errors import EventError, QueueOverflowError
 from faidecs.grammar.model import EventType, Slot, Subscription
@@ -25,6 +26,42 @@ from faidecs.matching.compiled_state import BatchRows, CompiledConjunctionState,
 from faidecs.matching.events import Event
 from faidecs.matching.filter_index import Route
 from faidecs.matching.tiered_state import TieredState
+
+
+@runtime_checkable
+class ArrowTable(Protocol):
+    """What the batch reads of a ``pyarrow.Table``."""
+
+    @property
+    def column_names(self) -> list[str]: ...
+
+    @property
+    def num_rows(self) -> int: ...
+
+    def column(self, name: str, /) -> Any: ...  # a pyarrow.ChunkedArray (pyarrow ships no types)
+
+
+@runtime_checkable
+class DataFrame(Protocol):
+    """What the batch reads of a ``pandas.DataFrame``."""
+
+    @property
+    def columns(self) -> Iterable[Any]: ...
+
+    def __getitem__(self, name: Any, /) -> Any: ...  # a pandas.Series (pandas ships no types)
+
+    def __len__(self) -> int: ...
+
+    def to_numpy(self, *args: Any, **kwargs: Any) -> np.ndarray: ...
+
+
+ColumnTable: TypeAlias = Mapping[str, npt.ArrayLike] | DataFrame | ArrowTable
+"""One event type's events as columns: a mapping of attribute name (and optionally ``id``) to an
+array-like of one value per event, a pandas DataFrame or a pyarrow Table."""
+
+Order: TypeAlias = Sequence[str] | Sequence[int] | np.ndarray
+"""The batch's global arrival order: one type name, or index into the batch's tables (in their
+mapping's order), per event."""
 
 
 @dataclass(frozen=True)
@@ -78,13 +115,13 @@ class BatchResult:
         ]
 
 
-def _columns(obj: Any, type_name: str) -> tuple[Mapping[str, Any], int | None]:
+def _columns(obj: ColumnTable, type_name: str) -> tuple[Mapping[str, Any], int | None]:
     """Columns by name from a mapping, a pandas DataFrame or a pyarrow Table, and the number of
     rows when the table itself knows it (a mapping only knows its columns' lengths)."""
-    if hasattr(obj, "column_names") and hasattr(obj, "column"):  # pyarrow.Table
+    if isinstance(obj, ArrowTable):
         columns = {name: obj.column(name).to_numpy(zero_copy_only=False) for name in obj.column_names}
         return columns, int(obj.num_rows)
-    if hasattr(obj, "columns") and hasattr(obj, "to_numpy"):  # pandas.DataFrame
+    if isinstance(obj, DataFrame):
         return {str(name): obj[name].to_numpy() for name in obj.columns}, len(obj)
     if isinstance(obj, Mapping):
         return obj, None
@@ -93,7 +130,7 @@ def _columns(obj: Any, type_name: str) -> tuple[Mapping[str, Any], int | None]:
     )
 
 
-def _order_codes(order: Any, names: list[str]) -> np.ndarray:
+def _order_codes(order: Order, names: list[str]) -> np.ndarray:
     codes = np.asarray(order)
     if codes.ndim != 1:
         raise EventError(f"order must be one-dimensional, not of shape {codes.shape}")
@@ -148,7 +185,7 @@ class BatchScope:
     routes: Iterable[tuple[Subscription, Iterable[Route]]]  # per subscription, its conjunctions' routes
 
 
-def publish_batch(scope: BatchScope, tables: Mapping[str, Any], order: Any) -> BatchResult:
+def publish_batch(scope: BatchScope, tables: Mapping[str, ColumnTable], order: Order) -> BatchResult:
     declared = scope.types
     names = list(tables)
     for name in names:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from faidecs.errors import QueueOverflowError, SnapshotError
+from faidecs.errors import EngineStateError, QueueOverflowError, SnapshotError
 from faidecs.grammar.model import Conjunction, Const, Disposal, EventType, Matching
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.columns import StringTable, TypeCodec
@@ -352,20 +352,29 @@ class CompiledConjunctionState:
         return {t: [e.id for e in q] for t, q in self.queues.items()}
 
     def check(self) -> None:
-        """Assert the invariants: live rows within bounds, arrivals increasing, every queued event
-        known, of its queue's type, and stored with exactly its values."""
+        """Check the invariants: live rows within bounds, arrivals increasing, every queued event
+        known, of its queue's type, and stored with exactly its values; ticks increasing on the
+        conjunction's clock; no queue longer than its bound. Raises :class:`EngineStateError`."""
         for t, name in enumerate(self.types):
             s, e = int(self.meta[2 * t]), int(self.meta[2 * t + 1])
-            assert 0 <= s <= e <= self.queues_rows[t].shape[0], name
+            if not 0 <= s <= e <= self.queues_rows[t].shape[0]:
+                raise EngineStateError(f"queue {name}: live rows {s}..{e} of {self.queues_rows[t].shape[0]}")
             arrivals = self.live_arrivals(t)
-            assert (np.diff(arrivals) > 0).all(), name
+            if not (np.diff(arrivals) > 0).all():
+                raise EngineStateError(f"queue {name}: arrivals {arrivals.tolist()} not increasing")
             for row in self._live_rows(t):
                 event = self.context.event(int(row[0]))
-                assert event.type == name and self.codecs[t].decode(row[VALUES:]) == event.values, name
+                if event.type != name:
+                    raise EngineStateError(f"queue {name} holds event {event.id!r} of type {event.type}")
+                if self.codecs[t].decode(row[VALUES:]) != event.values:
+                    raise EngineStateError(f"queue {name}: event {event.id!r} stored with other values")
             ticks = self._live_rows(t)[:, TICK]
-            assert (np.diff(ticks) > 0).all() and (ticks > 0).all() and (ticks <= self.clock).all(), name
-            if self.bounds.max_queue is not None:
-                assert e - s <= self.bounds.max_queue, name
+            if not ((np.diff(ticks) > 0).all() and (ticks > 0).all() and (ticks <= self.clock).all()):
+                raise EngineStateError(
+                    f"queue {name}: ticks {ticks.tolist()} (expected increasing, in 1..{self.clock})"
+                )
+            if self.bounds.max_queue is not None and e - s > self.bounds.max_queue:
+                raise EngineStateError(f"queue {name}: {e - s} events, over its bound of {self.bounds.max_queue}")
 
     def snapshot(self) -> dict[str, Any]:
         out: dict[str, Any] = {t: [e.to_json() for e in q] for t, q in self.queues.items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from faidecs.errors import QueueOverflowError, SnapshotError
+from faidecs.errors import EngineStateError, QueueOverflowError, SnapshotError
 from faidecs.grammar.model import Conjunction, Disposal, Slot
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.events import Event
@@ -121,14 +121,24 @@ class ConjunctionState:
         return {t: len(q) for t, q in self.queues.items()}
 
     def check(self) -> None:
-        """Assert the invariants: one queue per signature type, each holding only its type, in
-        arrival order."""
-        assert list(self.queues) == list(self.conjunction.types)
+        """Check the invariants: one queue per signature type, each holding only its type, in
+        arrival order, with ticks on the conjunction's clock. Raises :class:`EngineStateError`."""
+        if list(self.queues) != list(self.conjunction.types):
+            raise EngineStateError(f"queues {list(self.queues)}, expected {list(self.conjunction.types)}")
         for type_name, queue in self.queues.items():
-            assert all(e.type == type_name for e in queue), type_name
+            stranger = next((e for e in queue if e.type != type_name), None)
+            if stranger is not None:
+                raise EngineStateError(f"queue {type_name} holds event {stranger.id!r} of type {stranger.type}")
             arrivals, ticks = self.arrivals[type_name], self.ticks[type_name]
-            assert len(arrivals) == len(queue) and arrivals == sorted(set(arrivals)), type_name
-            assert len(ticks) == len(queue) and ticks == sorted(set(ticks)) and all(0 < k <= self.clock for k in ticks)
+            if len(arrivals) != len(queue) or arrivals != sorted(set(arrivals)):
+                raise EngineStateError(
+                    f"queue {type_name}: {len(queue)} events, arrivals {arrivals} (expected as many, increasing)"
+                )
+            if len(ticks) != len(queue) or ticks != sorted(set(ticks)) or not all(0 < k <= self.clock for k in ticks):
+                raise EngineStateError(
+                    f"queue {type_name}: {len(queue)} events, ticks {ticks} "
+                    f"(expected as many, increasing, in 1..{self.clock})"
+                )
 
     def snapshot(self) -> dict[str, Any]:
         out: dict[str, Any] = {t: [e.to_json() for e in q] for t, q in self.queues.items()}
@@ -256,7 +266,8 @@ class StagedConjunctionState:
     def check(self) -> None:
         for part in self.parts:
             part.check()
-        assert not all(self.pending), "joinable relations left waiting"
+        if all(self.pending):
+            raise EngineStateError("every component has a relation waiting, yet they were not joined")
 
     def snapshot(self) -> dict[str, Any]:
         return {

@@ -12,11 +12,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from faidecs.errors import EventError, FaidecsError, QueueOverflowError, SnapshotError, SubscriptionNotFound
+from faidecs.errors import (
+    EngineStateError,
+    EventError,
+    FaidecsError,
+    QueueOverflowError,
+    SnapshotError,
+    SubscriptionNotFound,
+)
 from faidecs.gcpause import paused_gc
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import Conjunction, Covering, EventType, Program, Subscription
-from faidecs.matching.batch import BatchResult, BatchScope, publish_batch
+from faidecs.matching.batch import BatchResult, BatchScope, ColumnTable, Order, publish_batch
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.conjunction_state import (
     AnyConjunctionState,
@@ -28,15 +35,22 @@ from faidecs.matching.delivery import Delivery
 from faidecs.matching.events import Event, EventValidator
 from faidecs.matching.filter_index import Route, TypeRouter, access
 from faidecs.matching.partitioned_state import PartitionedConjunctionState
+from faidecs.matching.records import (
+    KERNEL_MODES,
+    MATCHERS,
+    SNAPSHOT_FORMAT,
+    KernelMode,
+    Matcher,
+    MatcherKinds,
+    Metrics,
+    Snapshot,
+    StateJson,
+)
 from faidecs.matching.reference import ReferenceMatcher
 from faidecs.matching.tiered_state import TieredState
 
 if TYPE_CHECKING:
     from faidecs.matching.compiled_state import EventContext
-
-MATCHERS = ("compiled", "reference")
-KERNEL_MODES = ("background", "eager")
-SNAPSHOT_FORMAT = "faidecs.snapshot/2"
 
 
 @dataclass(slots=True)
@@ -65,23 +79,29 @@ class Engine:
     """
 
     def __init__(
-        self, program: Program, *, matcher: str = "compiled", bounds: BoundsSpec = None, kernels: str | None = None
+        self,
+        program: Program,
+        *,
+        matcher: Matcher = "compiled",
+        bounds: BoundsSpec = None,
+        kernels: KernelMode | None = None,
     ):
         """``matcher``: ``"compiled"`` (each conjunction runs as a numba kernel; conjunctions the
         kernels cannot run, those that order strings, use the reference matcher) or
         ``"reference"`` (the oracle). ``bounds``: one :class:`Bounds` for every conjunction, or one
-        per subscription name (see :mod:`faidecs.matching.bounds`). ``kernels`` (compiled
+        per subscription name (see :class:`faidecs.Bounds`). ``kernels`` (compiled
         matcher): ``"background"`` (the default; conjunctions whose kernel this process does not
         hold yet run on the reference matcher while a worker process compiles it, and switch to
         it between two events) or ``"eager"`` (every kernel is compiled or loaded before the
         engine is returned); the ``FAIDECS_KERNELS`` environment variable sets the default."""
+        # Checked at run time too: callers may be untyped, and FAIDECS_KERNELS is any string.
         if matcher not in MATCHERS:
             raise ValueError(f"unknown matcher {matcher!r}; available: {', '.join(MATCHERS)}")
-        kernels = kernels if kernels is not None else os.environ.get("FAIDECS_KERNELS") or "background"
-        if kernels not in KERNEL_MODES:
-            raise ValueError(f"unknown kernels mode {kernels!r}; available: {', '.join(KERNEL_MODES)}")
-        self.matcher = matcher
-        self.kernels = kernels
+        mode = kernels if kernels is not None else os.environ.get("FAIDECS_KERNELS") or "background"
+        if mode not in KERNEL_MODES:
+            raise ValueError(f"unknown kernels mode {mode!r}; available: {', '.join(KERNEL_MODES)}")
+        self.matcher: Matcher = matcher
+        self.kernels: KernelMode = mode
         self._pending: list[TieredState] = []  # conjunctions waiting for their kernel
         self._bounds = _check_bounds(bounds, {s.name for s in program.subscriptions})
         self._types: dict[str, EventType] = dict(program.types)
@@ -104,9 +124,9 @@ class Engine:
         text: str,
         *,
         filename: str = "<program>",
-        matcher: str = "compiled",
+        matcher: Matcher = "compiled",
         bounds: BoundsSpec = None,
-        kernels: str | None = None,
+        kernels: KernelMode | None = None,
     ) -> Engine:
         """Compile a program; raises :class:`~faidecs.errors.ProgramError` with positions."""
         with paused_gc():
@@ -261,7 +281,7 @@ class Engine:
                 if route.clocked:
                     route.take_clock(route.state.clock, seen)
 
-    def matchers(self) -> dict[str, list[str]]:
+    def matchers(self) -> MatcherKinds:
         """Per subscription, per conjunction as written: ``"compiled"`` or ``"reference"`` (for a
         staged conjunction, one entry per component, joined by ``+``)."""
 
@@ -364,13 +384,13 @@ class Engine:
         assert self._context is not None
         self._context.collect((c.live_arrivals(t) for c in self._compiled for t in range(c.m)), len(self._compiled))
 
-    def publish_batch(self, tables: Mapping[str, Any], order: Any) -> BatchResult:
+    def publish_batch(self, tables: Mapping[str, ColumnTable], order: Order) -> BatchResult:
         """Process a whole batch of events given as columns: ``tables`` maps each type name to
         its columns (a mapping of attribute name to array, a pandas DataFrame, or a pyarrow
         Table; an optional ``id`` column names the events), and ``order`` gives the global
         arrival order as one type name (or index into ``tables``) per event: the k-th occurrence
         of a type is that type's k-th row. Deliveries are exactly those of publishing the events
-        one by one in that order; see :class:`~faidecs.matching.batch.BatchResult`."""
+        one by one in that order; see :class:`faidecs.BatchResult`."""
         if self._stopped is not None:
             raise self._stopped
         self._sync_clocks()  # every conjunction sees every event of its types in a batch
@@ -399,12 +419,12 @@ class Engine:
 
     # --- state -----------------------------------------------------------------------------
 
-    def state_json(self) -> dict[str, list[dict[str, Any]]]:
+    def state_json(self) -> StateJson:
         """Per subscription, per conjunction as written, per type: the queued ids, oldest first
         (a staged conjunction adds its waiting component relations under ``"staged"``)."""
         return {name: [c.state_json() for c in s.conjunctions] for name, s in self._subscriptions.items()}
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> Metrics:
         """Gauges: events published, and per subscription, per conjunction as written, the queue
         lengths, relations delivered and events dropped by bounds."""
         return {
@@ -418,19 +438,36 @@ class Engine:
         }
 
     def check(self) -> None:
-        """Assert internal invariants (used by the tests after every step)."""
+        """Check the engine's internal invariants: the filter index of every type (each list of
+        routes in delivery order, one route per conjunction and type), and every conjunction's
+        queues (each in arrival order, holding only its type, within its bounds). Raises
+        :class:`~faidecs.errors.EngineStateError` naming the inconsistent part; the tests call
+        this after every step. It works the same under ``python -O``."""
         self._sync_clocks()
-        for router in self._routers.values():
-            router.check()
-        assert sum(len(r) for r in self._routers.values()) == sum(
-            len(route.types) for s in self._subscriptions.values() for route in s.routes
-        )
-        for s in self._subscriptions.values():
-            assert len(s.conjunctions) == len(s.subscription.conjunctions)
-            for c in s.conjunctions:
-                c.check()
+        for type_name, router in self._routers.items():
+            try:
+                router.check()
+            except EngineStateError as exc:
+                raise EngineStateError(f"filter index of type {type_name}: {exc}") from None
+        indexed = sum(len(r) for r in self._routers.values())
+        expected = sum(len(route.types) for s in self._subscriptions.values() for route in s.routes)
+        if indexed != expected:
+            raise EngineStateError(
+                f"the filter index holds {indexed} routes, expected {expected} (one per conjunction and type)"
+            )
+        for name, s in self._subscriptions.items():
+            if len(s.conjunctions) != len(s.subscription.conjunctions):
+                raise EngineStateError(
+                    f"subscription {name}: {len(s.conjunctions)} conjunction states "
+                    f"for {len(s.subscription.conjunctions)} conjunctions"
+                )
+            for k, c in enumerate(s.conjunctions):
+                try:
+                    c.check()
+                except EngineStateError as exc:
+                    raise EngineStateError(f"subscription {name}, conjunction {k}: {exc}") from None
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         """The engine's exact state as JSON-compatible data: program, queues and counters.
         A replica or a joining subscriber starts from it with :meth:`restore`. An engine stopped
         by a queue overflow has no consistent state to give: this raises the overflow again."""
@@ -449,9 +486,9 @@ class Engine:
         cls,
         snapshot: Mapping[str, Any],
         *,
-        matcher: str = "compiled",
+        matcher: Matcher = "compiled",
         bounds: BoundsSpec = None,
-        kernels: str | None = None,
+        kernels: KernelMode | None = None,
     ) -> Engine:
         """An engine in exactly the state ``snapshot`` describes. Bounds are configuration, not
         state: pass the same ``bounds`` as the engine that took the snapshot."""

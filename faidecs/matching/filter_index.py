@@ -30,6 +30,7 @@ from typing import Any
 
 from sortedcontainers import SortedKeyList
 
+from faidecs.errors import EngineStateError
 from faidecs.grammar.model import AttrOf, Conjunction, Const, Kind
 
 _RANGE_OPS = ("<", "<=", ">", ">=")
@@ -230,12 +231,19 @@ class TypeRouter:
         return self.size
 
     def check(self) -> None:
-        """Assert the invariants: every list in delivery order, and ``size`` routes in all."""
+        """Check the invariants: every list in delivery order, and ``size`` routes in all.
+        Raises :class:`EngineStateError`."""
         routes = set(self.residual)
-        assert self.residual == sorted(self.residual, key=_by_rank)
-        for table in self.equal.values():
-            for hits in table.values():
-                assert hits and hits == sorted(hits, key=_by_rank)
+        if self.residual != sorted(self.residual, key=_by_rank):
+            raise EngineStateError("the routes every event is offered to are not in delivery order")
+        for position, table in self.equal.items():
+            for key, hits in table.items():
+                if not hits or hits != sorted(hits, key=_by_rank):
+                    raise EngineStateError(
+                        f"the routes of attribute {position} = {key!r} are "
+                        + ("empty" if not hits else "not in delivery order")
+                    )
                 routes.update(hits)
         routes.update(e[2] for ranges in self.ranges.values() for e in (*ranges.above, *ranges.below))
-        assert len(routes) == self.size
+        if len(routes) != self.size:
+            raise EngineStateError(f"{len(routes)} routes in the index, expected {self.size}")

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from faidecs.errors import SnapshotError
+from faidecs.errors import EngineStateError, SnapshotError
 from faidecs.grammar.model import Conjunction, EventType
 from faidecs.matching.conjunction_state import AnyConjunctionState, Validate
 from faidecs.matching.events import Event
@@ -89,7 +89,11 @@ class PartitionedConjunctionState:
         for key, part in self.parts.items():
             part.check()
             for t, q in part.queues.items():
-                assert all(self.key(e) == key for e in q), f"an event of another partition in {key!r}'s {t} queue"
+                stranger = next((e for e in q if self.key(e) != key), None)
+                if stranger is not None:
+                    raise EngineStateError(
+                        f"partition {key!r}: queue {t} holds event {stranger.id!r} of partition {self.key(stranger)!r}"
+                    )
 
     def snapshot(self) -> dict[str, Any]:
         return {"partitions": [[k, p.snapshot()] for k, p in self.parts.items()]}

@@ -17,6 +17,7 @@ from typing import Any
 
 from faidecs.grammar import compile_program
 from faidecs.matching.engine import Engine
+from faidecs.matching.records import Matcher
 from faidecs.ordering.layer import OrderingLayer
 from faidecs.ordering.network import Network
 from faidecs.runs.runlog import RunLog, RunRecorder
@@ -78,7 +79,7 @@ def run_layer(
     seed: int,
     mean_delay: float = 1.0,
     ens_mean_delay: float = 1.0,
-    matcher: str = "reference",
+    matcher: Matcher = "reference",
 ) -> LayerRun:
     """Run ``workload`` through ``layer`` on a network seeded with ``seed`` until it is idle."""
     types = compile_program(workload.types_source, "<types>").types

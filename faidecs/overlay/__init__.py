@@ -20,7 +20,7 @@ from faidecs.overlay.core.coordination import Coordination, SimulatedCoordinatio
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
 from faidecs.overlay.core.subscriber import SubscriberClient
-from faidecs.overlay.sim.scenario import Fault, Joiner, Reaction, Scenario, SimConfig
+from faidecs.overlay.sim.scenario import Fault, InputPath, Joiner, LatchSpec, Reaction, Scenario, SimConfig
 from faidecs.overlay.sim.simulator import SimResult, Simulation, SimulationError, simulate
 from faidecs.overlay.sim.topology import Topology
 
@@ -28,7 +28,9 @@ __all__ = [
     "Coordination",
     "Fault",
     "Filter",
+    "InputPath",
     "Joiner",
+    "LatchSpec",
     "MergerReplica",
     "ProtocolError",
     "Reaction",

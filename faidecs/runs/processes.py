@@ -14,6 +14,7 @@ from typing import Any
 from faidecs.grammar import compile_program
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
+from faidecs.matching.records import Matcher
 from faidecs.runs.runlog import RunLog, RunRecorder
 
 #: ``react(process, delivery)`` returns the events (input JSON shape, without publisher/seq) that
@@ -28,7 +29,7 @@ def run_processes(
     *,
     react: Reaction | None = None,
     max_reactions: int = 1000,
-    matcher: str = "compiled",
+    matcher: Matcher = "compiled",
 ) -> RunLog:
     """Run ``events`` through every process (in name order within one publication) and record it.
 

@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Any
 
+from faidecs.matching.records import Matcher
 from faidecs.spark.ingest import SparkInputError, detect_format, read_events
 from faidecs.spark.plan import Plan
 
@@ -45,7 +46,7 @@ def replay(
     *,
     fmt: str | None = None,
     order_column: str | None = None,
-    matcher: str = "compiled",
+    matcher: Matcher = "compiled",
     with_events: bool = True,
     clock: Any = None,
     bins: int | None = 0,

@@ -25,6 +25,7 @@ import numpy as np
 from faidecs.grammar.model import Kind
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import Event
+from faidecs.matching.records import Matcher
 from faidecs.spark.plan import COLUMN_SEPARATOR, Group, Plan, column
 from faidecs.spark.pushdown import column_sql, group_filter, type_condition_sql
 
@@ -109,7 +110,7 @@ def correlate(
     flat: Any,
     programs: Mapping[int, str],
     *,
-    matcher: str = "compiled",
+    matcher: Matcher = "compiled",
     with_events: bool = True,
     clock: Any = None,
     bins: int | None = 0,
@@ -182,7 +183,7 @@ def run_sorted(
     batches: Iterable[Any],
     texts: Mapping[int, str],
     layout: Mapping[str, str],
-    matcher: str,
+    matcher: Matcher,
     with_events: bool,
     clock: Any = None,
     bins: int | None = None,
@@ -226,7 +227,7 @@ class GroupRun:
         plan: Plan,
         group: Group,
         layout: Mapping[str, str],
-        matcher: str,
+        matcher: Matcher,
         with_events: bool,
         engine: Engine | None = None,
     ):

@@ -22,9 +22,14 @@ from typing import Any
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from faidecs.matching.engine import Engine
+from faidecs.matching.records import Matcher
 from faidecs.spark.correlate import DELIVERY_SCHEMA, GroupRun, _empty, _groups, _plan, routed
 from faidecs.spark.ingest import SparkInputError, typed_rows
 from faidecs.spark.plan import SPARK_KINDS, Plan
+
+# Public (docs/architecture.md, "Public API"): a module of its own, not re-exported by
+# faidecs.spark, because it imports PySpark's streaming API when it is imported.
+__all__ = ["correlate_stream", "stream"]
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 STATE_SCHEMA = "snapshot string, last long"
@@ -93,7 +98,7 @@ def read_stream(spark: Any, path: str, plan: Plan, fmt: str, order_column: str, 
 
 
 def correlate_stream(
-    flat: Any, programs: Mapping[int, str], *, matcher: str = "compiled", with_events: bool = True
+    flat: Any, programs: Mapping[int, str], *, matcher: Matcher = "compiled", with_events: bool = True
 ) -> Any:
     """A streaming DataFrame of deliveries (:data:`DELIVERY_SCHEMA`) of every program on its
     events. Rows of one micro-batch come in no particular order: sort by (program, order,
@@ -113,7 +118,7 @@ class _MergerProcessor(StatefulProcessor):
     """One group's engine across micro-batches: restored from the state, fed the batch's rows in
     order, saved back."""
 
-    def __init__(self, texts: Mapping[int, str], layout: Mapping[str, str], matcher: str, with_events: bool):
+    def __init__(self, texts: Mapping[int, str], layout: Mapping[str, str], matcher: Matcher, with_events: bool):
         self.texts = texts
         self.layout = layout
         self.matcher = matcher
@@ -165,7 +170,7 @@ def stream(
     order_column: str,
     fmt: str = "json",
     out_format: str = "parquet",
-    matcher: str = "compiled",
+    matcher: Matcher = "compiled",
     with_events: bool = True,
     files_per_trigger: int | None = None,
     available_now: bool = False,

@@ -7,6 +7,7 @@ merger names its role; a process hosting several merger replicas dispatches on i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
@@ -238,7 +239,7 @@ class JoinState:
     """A subscriber's engines and, per merger stream, the last position they reflect."""
 
     peer: str
-    snapshots: dict[Role, dict[str, Any]] = field(hash=False)
+    snapshots: dict[Role, Mapping[str, Any]] = field(hash=False)
     positions: dict[Role, int] = field(hash=False)
     ok: bool = True
     marker: int | None = None  # where the peer was in the run (for run logs)

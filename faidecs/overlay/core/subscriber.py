@@ -26,6 +26,7 @@ from typing import Protocol
 from faidecs.grammar.model import EventType, Program, Subscription
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import Event
+from faidecs.matching.records import Matcher
 from faidecs.merging.filters import Filter, union_all
 from faidecs.merging.roles import Role, role_name, split_by_role
 from faidecs.overlay.core.keys import subscriber_key
@@ -93,7 +94,7 @@ class SubscriberClient:
         placement: Placement,
         observer: Observer,
         *,
-        matcher: str = "compiled",
+        matcher: Matcher = "compiled",
         peer: str | None = None,
         marker: bool = False,
         retry_every: int = 200,

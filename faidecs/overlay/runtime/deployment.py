@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Program, Subscription
+from faidecs.matching.records import Matcher
 from faidecs.merging.roles import Role, ancestry, conjunction_role, role_of, split_by_role
 from faidecs.net.certificates import check_process_name
 from faidecs.overlay.core.placement import place
@@ -116,7 +117,7 @@ class Deployment(BaseModel):
     keys: str | None = None
     insecure: bool = False
     zookeeper: str | None = None
-    matcher: Literal["compiled", "reference"] = "compiled"
+    matcher: Matcher = "compiled"
     #: overlay: the type-merging overlay. sequencer: the baseline of the papers' comparison, every
     #: publication ordered by one (replicated, with replicas > 1) sequencer, each subscriber
     #: feeding the whole ordered stream of its types to one embedded engine.

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import Event
+from faidecs.matching.records import Matcher
 from faidecs.merging.roles import Role, role_name
 from faidecs.overlay.core.messages import Decision
 from faidecs.overlay.core.replica import MergerReplica
@@ -92,7 +93,7 @@ def stream_gaps(result: CommittedRun) -> list[StreamGap]:
 
 
 def expected_deliveries(
-    result: CommittedRun, process: str, matcher: str = "reference"
+    result: CommittedRun, process: str, matcher: Matcher = "reference"
 ) -> list[tuple[int, tuple[str, ...]]]:
     """(conjunction, relation) in order: fresh embedded engines, one per merger stream of the
     subscription, fed the committed streams merged by (timestamp, stream rank, position). Only for

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from faidecs.matching.records import Matcher
+
 FaultKind = Literal["crash", "pause", "partition"]
 
 
@@ -114,7 +116,7 @@ class SimConfig(BaseModel):
     retain: int = Field(default=2000, ge=0)
     ack_every: int = Field(default=50, ge=1)
     settle: int = Field(default=3000, ge=1)
-    matcher: Literal["compiled", "reference"] = "compiled"
+    matcher: Matcher = "compiled"
     #: None: publishers send over reliable FIFO links, as the overlay assumes
     input_path: InputPath | None = None
 
