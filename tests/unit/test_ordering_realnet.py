@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import zmq
+
+zmq = pytest.importorskip("zmq", reason="needs the overlay extra: pip install 'faidecs[overlay]'")
 
 from faidecs.net.transport import Transport
 from faidecs.ordering.multistage.messages import CreatePubTs, EventTs

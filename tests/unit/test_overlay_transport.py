@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import zmq
+
+zmq = pytest.importorskip("zmq", reason="needs the overlay extra: pip install 'faidecs[overlay]'")
+
 from zmq.utils.monitor import recv_monitor_message
 
 from faidecs.grammar import compile_program

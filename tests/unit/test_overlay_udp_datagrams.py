@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("cryptography", reason="needs the overlay extra: pip install 'faidecs[overlay]'")
+
 from faidecs.matching.events import EventValidator
 from faidecs.net.certificates import Keys, create_keys
 from faidecs.ordering.latch.stamp import Stamp
