@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Union
 
-from faidecs.errors import Diagnostic
+from faidecs.errors import Diagnostic, FaidecsError
 from faidecs.grammar import ast
 from faidecs.grammar.model import (
     ArithOp,
@@ -64,7 +63,7 @@ class AnyOf:
     right: Condition
 
 
-Condition = Union[Atom, AllOf, AnyOf]
+Condition = Atom | AllOf | AnyOf
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +79,7 @@ class CheckedSubscription:
     partition_span: ast.Span | None = None
 
 
-class _Invalid(Exception):
+class _Invalid(FaidecsError):
     """Raised inside expression checking once a diagnostic has been recorded."""
 
 

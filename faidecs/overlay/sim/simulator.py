@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from faidecs.errors import EventError
+from faidecs.errors import EventError, FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Subscription
 from faidecs.matching.events import Event, EventValidator
@@ -40,7 +40,7 @@ from faidecs.runs.runlog import Notified, Published, RunLog, RunRecorder
 COORDINATOR = "coordinator"
 
 
-class SimulationError(RuntimeError):
+class SimulationError(FaidecsError, RuntimeError):
     """A simulated run that could not go on; the message names the seed that reproduces it."""
 
 
@@ -182,7 +182,7 @@ class Simulation:
         if path is not None:
             latch = latch_config(path.latch.p_t, path.latch.late) if path.latch is not None else None
             self.stages = {s: InputStage(latch) for s in self.servers}
-            for server, reps in self.replicas.items():
+            for reps in self.replicas.values():
                 for role, r in reps.items():
                     if is_root(role):
                         r.lossy_inputs = True
