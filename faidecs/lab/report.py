@@ -3,7 +3,7 @@ and one shrunk counterexample per violated cell, drawn as its run."""
 
 from __future__ import annotations
 
-from faidecs.lab.scenario import Scenario, run
+from faidecs.lab.scenario import LabScenario, run
 from faidecs.lab.search import Finding, combo_name, paper_row
 from faidecs.matching.guarantees import PROPERTIES
 from faidecs.properties import check
@@ -29,7 +29,7 @@ def table(found: dict[str, dict[str, Finding]], combinations: tuple[tuple[str, s
     return "\n".join(rows) + "\n"
 
 
-def counterexample(s: Scenario, matching: str, disposal: str, prop: str, extra: str = "") -> str:
+def counterexample(s: LabScenario, matching: str, disposal: str, prop: str, extra: str = "") -> str:
     log = run(s, matching, disposal, extra)
     lines = ["```"]
     for name, _ in s.processes:

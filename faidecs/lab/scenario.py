@@ -31,7 +31,7 @@ class Reaction:
 
 
 @dataclass(frozen=True, slots=True)
-class Scenario:
+class LabScenario:
     processes: tuple[tuple[str, tuple[Conj, ...]], ...]  # (name, disjunction of conjunctions)
     events: tuple[tuple[str, int], ...]  # (type, a), published in this order
     reactions: tuple[tuple[str, Reaction], ...] = field(default=())
@@ -44,10 +44,10 @@ class Scenario:
     def size(self) -> int:
         return len(self.events) * 10 + sum(len(c) + 5 for _, cs in self.processes for c in cs) + len(self.reactions)
 
-    def without_event(self, k: int) -> Scenario:
+    def without_event(self, k: int) -> LabScenario:
         return replace(self, events=self.events[:k] + self.events[k + 1 :])
 
-    def without_process(self, k: int) -> Scenario:
+    def without_process(self, k: int) -> LabScenario:
         name = self.processes[k][0]
         return replace(
             self,
@@ -63,7 +63,7 @@ class Scenario:
         }
 
 
-def run(scenario: Scenario, matching: str, disposal: str, extra: str = "") -> RunLog:
+def run(scenario: LabScenario, matching: str, disposal: str, extra: str = "") -> RunLog:
     """The run log of ``scenario`` with every process using ``matching`` and ``disposal``."""
     processes = {name: scenario.subscription(name, matching, disposal, extra) for name, _ in scenario.processes}
     reactions = dict(scenario.reactions)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from faidecs.errors import ProgramError
 from faidecs.grammar.model import Disposal, Matching
 from faidecs.lab.generator import scenario as generate
-from faidecs.lab.scenario import Scenario, run
+from faidecs.lab.scenario import LabScenario, run
 from faidecs.matching.guarantees import PAPER_VIOLATIONS, PROPERTIES
 from faidecs.properties import check
 
@@ -29,13 +29,13 @@ def combo_name(matching: str, disposal: str, extra: str = "") -> str:
 @dataclass(frozen=True, slots=True)
 class Finding:
     property: str
-    scenario: Scenario
+    scenario: LabScenario
     runs_needed: int  # generated runs before it was found; 0 when carried over from another combination
     origin: str = "search"  # "search", or the combination whose counterexample revealed it
-    unshrunk: Scenario | None = None  # the run as generated, before shrinking
+    unshrunk: LabScenario | None = None  # the run as generated, before shrinking
 
 
-def _violates(s: Scenario, matching: str, disposal: str, prop: str, extra: str) -> bool:
+def _violates(s: LabScenario, matching: str, disposal: str, prop: str, extra: str) -> bool:
     try:
         log = run(s, matching, disposal, extra)
     except ProgramError:
@@ -43,7 +43,7 @@ def _violates(s: Scenario, matching: str, disposal: str, prop: str, extra: str) 
     return bool(check(log, [prop]).results[prop])
 
 
-def _reductions(s: Scenario) -> Iterator[Scenario]:
+def _reductions(s: LabScenario) -> Iterator[LabScenario]:
     for k in range(len(s.processes)):
         if len(s.processes) > 1:
             yield s.without_process(k)
@@ -66,7 +66,7 @@ def _reductions(s: Scenario) -> Iterator[Scenario]:
             yield replace(s, events=s.events[:k] + ((t, a - 1),) + s.events[k + 1 :])
 
 
-def shrink(s: Scenario, matching: str, disposal: str, prop: str, extra: str = "") -> Scenario:
+def shrink(s: LabScenario, matching: str, disposal: str, prop: str, extra: str = "") -> LabScenario:
     """Greedily take pieces away while the run still violates ``prop``."""
     improved = True
     while improved:

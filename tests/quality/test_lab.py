@@ -9,7 +9,7 @@ import pytest
 from faidecs.cli.main import main
 from faidecs.lab import COMBINATIONS, explore, lab, run
 from faidecs.lab.measured import MEASURED_VIOLATIONS
-from faidecs.lab.scenario import Scenario
+from faidecs.lab.scenario import LabScenario
 from faidecs.properties import check
 
 
@@ -49,7 +49,7 @@ def test_known_counterexamples_are_found_and_shrunk(matching: str, disposal: str
 def test_fr_pi_covering_counterexample_and_staged_fix() -> None:
     """`T1.a = T2.a` against `T1.a = T2.a and T3`: an early T1 event finds its partner only later.
     Plain FR+PI breaks Covering Agreement; `covering staged` keeps it."""
-    scenario = Scenario(
+    scenario = LabScenario(
         processes=(("p1", (("T1[0].a = T2[0].a",),)), ("p2", (("T1[0].a = T2[0].a", "T3[0]"),))),
         events=(("T1", 1), ("T1", 2), ("T2", 2), ("T2", 1), ("T3", 1)),
     )
