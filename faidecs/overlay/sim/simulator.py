@@ -24,7 +24,7 @@ from faidecs.errors import EventError, FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Subscription
 from faidecs.matching.events import Event, EventValidator
-from faidecs.merging.roles import Role, ancestry, conjunction_role, is_root, role_name, role_of
+from faidecs.merging.roles import Role, is_root, merger_roles, role_name, role_of
 from faidecs.ordering.latch.receiver import LatchStats
 from faidecs.overlay.core.coordination import SimulatedCoordination
 from faidecs.overlay.core.host import ServerHost
@@ -118,11 +118,7 @@ class Simulation:
                 raise ValueError(f"process {name}: give exactly one subscription")
             self.subscriptions[name] = program.subscriptions[0]
         self.servers = [f"m{k}" for k in range(1, scenario.servers + 1)]
-        roles: set[Role] = {role_of([t]) for t in self.types}
-        for sub in self.subscriptions.values():
-            for conj in sub.conjunctions:
-                roles.update(ancestry(conjunction_role(conj)))
-        self.roles = sorted(roles, key=lambda r: (len(r), r))
+        self.roles = merger_roles(self.types, self.subscriptions.values())
         replicas = config.replicas
 
         @cache
