@@ -22,9 +22,10 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
+from faidecs.matching.guarantees import COMBINATIONS
 from faidecs.merging.roles import is_root
 from faidecs.overlay.sim.audit import expected_deliveries
-from faidecs.overlay.sim.generate import COMBINATIONS, random_deployment
+from faidecs.overlay.sim.generate import random_deployment
 from faidecs.overlay.sim.report import kept_properties
 from faidecs.overlay.sim.scenario import InputPath, LatchSpec, Scenario, SimConfig
 from faidecs.overlay.sim.simulator import SimResult, Simulation

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from faidecs.matching.delivery import Delivery
-from faidecs.properties import CHECKS, Report, Violation, check
+from faidecs.matching.guarantees import PROPERTIES
+from faidecs.properties import CHECKS, Property, Report, Violation, check
 from faidecs.runs.processes import run_processes
 from faidecs.runs.runlog import RunLog, RunLogError
 
@@ -112,11 +113,24 @@ def test_checks_cover_every_property_in_order() -> None:
     ]
 
 
+def test_one_name_for_each_property() -> None:
+    """The checker judges exactly the members of Property, in their order; the paper's table
+    (PROPERTIES) is a part of them, in the same order; a name reads as its text."""
+    assert list(CHECKS) == list(Property)
+    assert list(PROPERTIES) == [p for p in Property if p in PROPERTIES]
+    assert all(isinstance(p, Property) for p in CHECKS)
+    assert f"{Property.NO_DUPLICATION_PRIME}" == "No Duplication'"
+    assert json.dumps([Property.TYPE_FIFO_ORDER]) == '["Type FIFO Order"]'
+    with pytest.raises(ValueError):
+        check(make_log({"p": sub("T1")}), ["Type Fifo Order"])
+
+
 def test_check_a_subset_of_properties() -> None:
     log = make_log({"p": sub("T1")}, pub(1, "x1", "T1"), pub(2, "x2", "T1"), dlv(3, "p", "x2"), dlv(4, "p", "x1"))
-    report = check(log, ["Type FIFO Order", "No Creation"])
-    assert list(report.results) == ["Type FIFO Order", "No Creation"]
-    assert report.violated() == ["Type FIFO Order"]
+    report = check(log, ["Type FIFO Order", Property.NO_CREATION])  # names, or members
+    assert list(report.results) == [Property.TYPE_FIFO_ORDER, Property.NO_CREATION]
+    assert report.violated() == [Property.TYPE_FIFO_ORDER]
+    assert all(isinstance(p, Property) for p in report.results)
 
 
 def test_report_json_and_table() -> None:

@@ -20,12 +20,12 @@ from faidecs.grammar import compile_program
 from faidecs.grammar.model import Subscription
 from faidecs.lab.measured import MEASURED_VIOLATIONS
 from faidecs.matching.events import Event
-from faidecs.matching.guarantees import PROPERTIES
+from faidecs.matching.guarantees import COMBINATIONS, PROPERTIES
 from faidecs.merging.roles import Role
 from faidecs.overlay.core.messages import Decision
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.sim.audit import expected_deliveries
-from faidecs.overlay.sim.generate import COMBINATIONS, random_deployment
+from faidecs.overlay.sim.generate import random_deployment
 from faidecs.overlay.sim.report import kept_properties, ok
 from faidecs.overlay.sim.scenario import Fault, FaultKind, Joiner, Scenario, SimConfig
 from faidecs.overlay.sim.simulator import SimResult, Simulation, simulate
