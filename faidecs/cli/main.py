@@ -284,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ProgramError as err:
         print(err.format(), file=sys.stderr)
         return 1
-    except (CliError, FaidecsError) as err:
+    except FaidecsError as err:  # CliError among them
         print(f"faidecs: {err}", file=sys.stderr)
         return 1
     except BrokenPipeError:
