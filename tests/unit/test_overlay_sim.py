@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from typing import Any
@@ -409,6 +410,16 @@ def test_same_scenario_and_seed_reproduce_the_run_exactly() -> None:
     a, b = run(faulty_scenario(), seed=11), run(faulty_scenario(), seed=11)
     assert a.log.dumps() == b.log.dumps()
     assert a.messages == b.messages and a.leadership == b.leadership and a.end == b.end
+
+
+def test_a_seed_draws_the_combination_it_always_drew() -> None:
+    """random_deployment draws its combination from the one list in the simulator's own order
+    (by matching, then disposal), so a seed keeps giving the deployment it gave before."""
+    drawn = []
+    for seed in range(8):
+        first = next(iter(random_deployment(random.Random(seed)).subscribers.values()))
+        drawn.append("+".join(re.findall(r"matching (\w+), disposal (\w+)", first)[0]))
+    assert drawn == ["FRC+IP", "MRC+PI", "FRC+FP", "MRC+I", "FRC+IP", "MR+IP", "MR+PI", "MRC+IP"]
 
 
 def test_a_different_seed_gives_a_different_timing() -> None:

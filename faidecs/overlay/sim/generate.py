@@ -31,7 +31,7 @@ def random_deployment(
     """A deployment under one matching+disposal combination (random when not given), every
     subscription ``covering staged`` with ``staged``."""
     lab = lab_scenario(rng)
-    chosen = combination or rng.choice(_DRAW_ORDER)
+    chosen = combination if combination is not None else rng.choice(_DRAW_ORDER)
     extra = ", covering staged" if staged else ""
     subscribers = {name: lab.subscription(name, chosen, extra) for name, _ in lab.processes}
     used = sorted({e[0] for e in lab.events} | {t for _, cs in lab.processes for c in cs for a in c for t in _types(a)})
