@@ -39,7 +39,8 @@ class Diagnostic:
 
 
 class FaidecsError(Exception):
-    """Base class of every error faidecs raises on bad input."""
+    """Base class of every exception faidecs defines: errors on bad input, and the few it raises
+    and catches inside itself (tests/unit/test_error_hierarchy.py checks that none is left out)."""
 
 
 class ProgramError(FaidecsError):

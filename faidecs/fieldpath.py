@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from faidecs.errors import FaidecsError
 
-class BadField(Exception):
+
+class BadField(FaidecsError):
     """A problem found inside a field; each enclosing decoder adds its step to ``path``."""
 
     def __init__(self, reason: str):

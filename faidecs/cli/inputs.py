@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import sys
 
+from faidecs.errors import FaidecsError
 
-class CliError(Exception):
+
+class CliError(FaidecsError):
     """A problem with the command line itself (unreadable file, bad combination of options)."""
 
 

@@ -205,13 +205,13 @@ def cmd_lab(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_table(found, COMBINATIONS, extra))
     if args.out:
-        for (m, d), (name, props) in zip(COMBINATIONS, found.items()):
+        for combination, (name, props) in zip(COMBINATIONS, found.items()):
             folder = Path(args.out) / name
             folder.mkdir(parents=True, exist_ok=True)
             for prop, finding in props.items():
                 slug = prop.lower().replace("'", "-prime").replace(" ", "-")
                 with open(folder / f"{slug}.jsonl", "w", encoding="utf-8") as f:
-                    run(finding.scenario, m, d, extra).write(f)
+                    run(finding.scenario, combination, extra).write(f)
     return 0
 
 
@@ -283,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ProgramError as err:
         print(err.format(), file=sys.stderr)
         return 1
-    except (CliError, FaidecsError) as err:
+    except FaidecsError as err:  # CliError among them
         print(f"faidecs: {err}", file=sys.stderr)
         return 1
     except BrokenPipeError:

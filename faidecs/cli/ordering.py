@@ -25,7 +25,7 @@ def _layer(name: str, profile: str) -> object:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from faidecs.ordering.generate import random_workload
     from faidecs.ordering.harness import run_layer
-    from faidecs.properties import check
+    from faidecs.properties import Property, check
 
     profile = args.profile or ("fixed" if args.layer == "multistage" else "line")
     if args.layer == "multistage" and profile not in ("fixed", "literal"):
@@ -47,7 +47,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             with open(Path(args.log) / f"{args.layer}-{seed}.jsonl", "w", encoding="utf-8") as out:
                 run.log.write(out)
     print(json.dumps({"layer": args.layer, "profile": profile, **totals}, indent=2))
-    return 1 if totals["stalled runs"] or totals["violated: Total Notification Order"] else 0
+    return 1 if totals["stalled runs"] or totals[f"violated: {Property.TOTAL_NOTIFICATION_ORDER}"] else 0
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from faidecs.errors import Diagnostic
+from faidecs.errors import Diagnostic, FaidecsError
 from faidecs.grammar import ast
 from faidecs.grammar.model import (
     ArithOp,
@@ -79,7 +79,7 @@ class CheckedSubscription:
     partition_span: ast.Span | None = None
 
 
-class _Invalid(Exception):
+class _Invalid(FaidecsError):
     """Raised inside expression checking once a diagnostic has been recorded."""
 
 

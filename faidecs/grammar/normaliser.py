@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from faidecs.errors import Diagnostic
+from faidecs.errors import Diagnostic, FaidecsError
 from faidecs.grammar.ast import Span
 from faidecs.grammar.checker import AllOf, AnyOf, Atom, CheckedSubscription, Condition
 from faidecs.grammar.model import Conjunction, Predicate, Slot, Subscription
@@ -12,7 +12,7 @@ from faidecs.grammar.model import Conjunction, Predicate, Slot, Subscription
 MAX_CONJUNCTIONS = 1024
 
 
-class TooManyConjunctions(Exception):
+class TooManyConjunctions(FaidecsError):
     pass
 
 

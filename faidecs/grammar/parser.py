@@ -11,7 +11,7 @@ from typing import Any
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
-from faidecs.errors import Diagnostic, ProgramError
+from faidecs.errors import Diagnostic, FaidecsError, ProgramError
 from faidecs.grammar import ast
 
 # Readable names for the terminals lark reports as expected.
@@ -68,7 +68,7 @@ def _token_span(tok: Token) -> ast.Span:
     )
 
 
-class _BadLiteral(Exception):
+class _BadLiteral(FaidecsError):
     def __init__(self, message: str, span: ast.Span):
         super().__init__(message)
         self.span = span

@@ -6,15 +6,13 @@ from typing import Any
 
 from faidecs.grammar.model import Conjunction, Covering, Program, Subscription
 from faidecs.lab.measured import MEASURED_VIOLATIONS, STAGED_VIOLATIONS
-from faidecs.matching.guarantees import paper_kept, paper_lost
+from faidecs.matching.guarantees import Combination, Property, paper_kept, paper_lost
 
 
-def measured_lost(sub: Subscription) -> tuple[str, ...]:
+def measured_lost(sub: Subscription) -> tuple[Property, ...]:
     """What the project's lab found the subscription's options violate (docs/properties.md)."""
-    name = f"{sub.matching.value}+{sub.disposal.value}"
-    if sub.covering is Covering.STAGED:
-        return STAGED_VIOLATIONS[name + "+covering staged"]
-    return MEASURED_VIOLATIONS[name]
+    table = STAGED_VIOLATIONS if sub.covering is Covering.STAGED else MEASURED_VIOLATIONS
+    return table[Combination(sub.matching, sub.disposal)]
 
 
 def conjunction_json(conj: Conjunction) -> dict[str, Any]:

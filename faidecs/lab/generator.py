@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from faidecs.lab.scenario import TYPES, Conj, Reaction, Scenario
+from faidecs.lab.scenario import TYPES, Conj, LabScenario, Reaction
 
 OPS = ("<", ">", "=", "!=", "<=", ">=")
 VALUES = 3  # attribute values 0..VALUES-1: small, so that matches and near-misses are frequent
@@ -34,7 +34,7 @@ def _conjunction(rng: random.Random, types: list[str]) -> Conj:
     return tuple(atoms)
 
 
-def scenario(rng: random.Random) -> Scenario:
+def scenario(rng: random.Random) -> LabScenario:
     base_types = rng.sample(TYPES[:2], rng.choice((1, 2, 2)))
     base = _conjunction(rng, base_types)
     if len(base_types) == 2 and rng.random() < 0.4:
@@ -69,4 +69,4 @@ def scenario(rng: random.Random) -> Scenario:
     if rng.random() < 0.3:
         who = rng.choice([name for name, _ in processes])
         reactions = ((who, Reaction(rng.choice(used), rng.randrange(VALUES), rng.choice((1, 2)))),)
-    return Scenario(tuple(processes), events, reactions)
+    return LabScenario(tuple(processes), events, reactions)

@@ -5,212 +5,219 @@ The slow tests check on other seeded runs that each option keeps every property 
 
 from __future__ import annotations
 
-#: combination -> properties the lab found violated (sorted), plain covering.
-MEASURED_VIOLATIONS: dict[str, tuple[str, ...]] = {
-    "FR+I": (
-        "Conjunction Total Order",
-        "Covering Agreement",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+from faidecs.grammar.model import Disposal, Matching
+from faidecs.matching.guarantees import Combination, Property
+
+M, D, P = Matching, Disposal, Property
+
+#: combination -> properties the lab found violated (sorted by name), plain covering.
+MEASURED_VIOLATIONS: dict[Combination, tuple[Property, ...]] = {
+    Combination(M.FR, D.I): (
+        P.CONJUNCTION_TOTAL_ORDER,
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "FRC+I": (
-        "Conjunction Total Order",
-        "Conjunction Validity",
-        "Covering Agreement",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.FRC, D.I): (
+        P.CONJUNCTION_TOTAL_ORDER,
+        P.CONJUNCTION_VALIDITY,
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "MR+I": (
-        "Conjunction Total Order",
-        "Covering Agreement",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.MR, D.I): (
+        P.CONJUNCTION_TOTAL_ORDER,
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "MRC+I": (
-        "Conjunction Total Order",
-        "Conjunction Validity",
-        "Covering Agreement",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.MRC, D.I): (
+        P.CONJUNCTION_TOTAL_ORDER,
+        P.CONJUNCTION_VALIDITY,
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "FR+PI": (
-        "Covering Agreement",
-        "Event Validity",
+    Combination(M.FR, D.PI): (
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
     ),
-    "FRC+PI": (
-        "Conjunction Validity",
-        "Covering Agreement",
-        "Event Validity",
+    Combination(M.FRC, D.PI): (
+        P.CONJUNCTION_VALIDITY,
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
     ),
-    "MR+PI": (
-        "Covering Agreement",
-        "Event Validity",
+    Combination(M.MR, D.PI): (
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
     ),
-    "MRC+PI": (
-        "Conjunction Validity",
-        "Covering Agreement",
-        "Event Validity",
+    Combination(M.MRC, D.PI): (
+        P.CONJUNCTION_VALIDITY,
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
     ),
-    "FR+IP": (
-        "Covering Agreement",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.FR, D.IP): (
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "FRC+IP": (
-        "Conjunction Validity",
-        "Covering Agreement",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.FRC, D.IP): (
+        P.CONJUNCTION_VALIDITY,
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "MR+IP": (
-        "Conjunction Total Order",
-        "Covering Agreement",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.MR, D.IP): (
+        P.CONJUNCTION_TOTAL_ORDER,
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "MRC+IP": (
-        "Conjunction Total Order",
-        "Conjunction Validity",
-        "Covering Agreement",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.MRC, D.IP): (
+        P.CONJUNCTION_TOTAL_ORDER,
+        P.CONJUNCTION_VALIDITY,
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "FR+FP": (
-        "Covering Agreement",
-        "Event Validity",
-        "No Duplication",
-        "No Duplication'",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.FR, D.FP): (
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.NO_DUPLICATION,
+        P.NO_DUPLICATION_PRIME,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "FRC+FP": (
-        "Conjunction Validity",
-        "Covering Agreement",
-        "Event Validity",
-        "No Duplication",
+    Combination(M.FRC, D.FP): (
+        P.CONJUNCTION_VALIDITY,
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.NO_DUPLICATION,
     ),
-    "MR+FP": (
-        "Covering Agreement",
-        "Event Validity",
-        "No Duplication",
-        "No Duplication'",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.MR, D.FP): (
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.NO_DUPLICATION,
+        P.NO_DUPLICATION_PRIME,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "MRC+FP": (
-        "Conjunction Validity",
-        "Covering Agreement",
-        "Event Validity",
-        "No Duplication",
+    Combination(M.MRC, D.FP): (
+        P.CONJUNCTION_VALIDITY,
+        P.COVERING_AGREEMENT,
+        P.EVENT_VALIDITY,
+        P.NO_DUPLICATION,
     ),
 }
 
 #: the same with every subscription ``covering staged`` (``faidecs lab --staged``).
-STAGED_VIOLATIONS: dict[str, tuple[str, ...]] = {
-    "FR+I+covering staged": (
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+STAGED_VIOLATIONS: dict[Combination, tuple[Property, ...]] = {
+    Combination(M.FR, D.I): (
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "FRC+I+covering staged": (
-        "Conjunction Validity",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.FRC, D.I): (
+        P.CONJUNCTION_VALIDITY,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "MR+I+covering staged": (
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.MR, D.I): (
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "MRC+I+covering staged": (
-        "Conjunction Validity",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.MRC, D.I): (
+        P.CONJUNCTION_VALIDITY,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "FR+PI+covering staged": ("Event Validity",),
-    "FRC+PI+covering staged": (
-        "Conjunction Validity",
-        "Event Validity",
+    Combination(M.FR, D.PI): (P.EVENT_VALIDITY,),
+    Combination(M.FRC, D.PI): (
+        P.CONJUNCTION_VALIDITY,
+        P.EVENT_VALIDITY,
     ),
-    "MR+PI+covering staged": ("Event Validity",),
-    "MRC+PI+covering staged": (
-        "Conjunction Validity",
-        "Event Validity",
+    Combination(M.MR, D.PI): (P.EVENT_VALIDITY,),
+    Combination(M.MRC, D.PI): (
+        P.CONJUNCTION_VALIDITY,
+        P.EVENT_VALIDITY,
     ),
-    "FR+IP+covering staged": (
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.FR, D.IP): (
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "FRC+IP+covering staged": (
-        "Conjunction Validity",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.FRC, D.IP): (
+        P.CONJUNCTION_VALIDITY,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "MR+IP+covering staged": (
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.MR, D.IP): (
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "MRC+IP+covering staged": (
-        "Conjunction Validity",
-        "Event Validity",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.MRC, D.IP): (
+        P.CONJUNCTION_VALIDITY,
+        P.EVENT_VALIDITY,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "FR+FP+covering staged": (
-        "Event Validity",
-        "No Duplication",
-        "No Duplication'",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.FR, D.FP): (
+        P.EVENT_VALIDITY,
+        P.NO_DUPLICATION,
+        P.NO_DUPLICATION_PRIME,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "FRC+FP+covering staged": (
-        "Conjunction Validity",
-        "Event Validity",
-        "No Duplication",
+    Combination(M.FRC, D.FP): (
+        P.CONJUNCTION_VALIDITY,
+        P.EVENT_VALIDITY,
+        P.NO_DUPLICATION,
     ),
-    "MR+FP+covering staged": (
-        "Event Validity",
-        "No Duplication",
-        "No Duplication'",
-        "Type Causal Order",
-        "Type FIFO Order",
-        "Type Total Order",
+    Combination(M.MR, D.FP): (
+        P.EVENT_VALIDITY,
+        P.NO_DUPLICATION,
+        P.NO_DUPLICATION_PRIME,
+        P.TYPE_CAUSAL_ORDER,
+        P.TYPE_FIFO_ORDER,
+        P.TYPE_TOTAL_ORDER,
     ),
-    "MRC+FP+covering staged": (
-        "Conjunction Validity",
-        "Event Validity",
-        "No Duplication",
+    Combination(M.MRC, D.FP): (
+        P.CONJUNCTION_VALIDITY,
+        P.EVENT_VALIDITY,
+        P.NO_DUPLICATION,
     ),
 }
+
+__all__ = ["MEASURED_VIOLATIONS", "STAGED_VIOLATIONS"]

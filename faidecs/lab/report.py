@@ -3,9 +3,9 @@ and one shrunk counterexample per violated cell, drawn as its run."""
 
 from __future__ import annotations
 
-from faidecs.lab.scenario import Scenario, run
+from faidecs.lab.scenario import LabScenario, run
 from faidecs.lab.search import Finding, combo_name, paper_row
-from faidecs.matching.guarantees import PROPERTIES
+from faidecs.matching.guarantees import PROPERTIES, Combination, Property
 from faidecs.properties import check
 
 
@@ -17,20 +17,20 @@ def _cell(found: bool, paper: bool | None) -> str:
     return "**✗ (paper: kept)**" if found else "**✓ (paper: violated)**"
 
 
-def table(found: dict[str, dict[str, Finding]], combinations: tuple[tuple[str, str], ...], extra: str = "") -> str:
+def table(found: dict[str, dict[Property, Finding]], combinations: tuple[Combination, ...], extra: str = "") -> str:
     head = "| combination | " + " | ".join(PROPERTIES) + " |"
     rule = "|---" * (len(PROPERTIES) + 1) + "|"
     rows = [head, rule]
-    for m, d in combinations:
-        name = combo_name(m, d, extra)
-        paper = None if extra else paper_row(m, d)
+    for c in combinations:
+        name = combo_name(c, extra)
+        paper = None if extra else paper_row(c)
         cells = [_cell(p in found[name], None if paper is None else p in paper) for p in PROPERTIES]
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
 
-def counterexample(s: Scenario, matching: str, disposal: str, prop: str, extra: str = "") -> str:
-    log = run(s, matching, disposal, extra)
+def counterexample(s: LabScenario, combination: Combination, prop: Property, extra: str = "") -> str:
+    log = run(s, combination, extra)
     lines = ["```"]
     for name, _ in s.processes:
         lines.append(log.processes[name])
@@ -59,10 +59,10 @@ def counterexample(s: Scenario, matching: str, disposal: str, prop: str, extra: 
     return "\n".join(lines)
 
 
-def markdown(found: dict[str, dict[str, Finding]], combinations: tuple[tuple[str, str], ...], extra: str = "") -> str:
+def markdown(found: dict[str, dict[Property, Finding]], combinations: tuple[Combination, ...], extra: str = "") -> str:
     out = [table(found, combinations, extra), ""]
-    for m, d in combinations:
-        name = combo_name(m, d, extra)
+    for c in combinations:
+        name = combo_name(c, extra)
         if not found[name]:
             continue
         out.append(f"### {name}\n")
@@ -76,5 +76,5 @@ def markdown(found: dict[str, dict[str, Finding]], combinations: tuple[tuple[str
                 else f"found by replaying a counterexample of {finding.origin}"
             )
             out.append(f"**{prop}** ({how})\n")
-            out.append(counterexample(finding.scenario, m, d, prop, extra) + "\n")
+            out.append(counterexample(finding.scenario, c, prop, extra) + "\n")
     return "\n".join(out)

@@ -1,7 +1,7 @@
 """A lab scenario: processes with subscriptions, a stream of events, and reactive publishers.
 
 Scenarios are plain data so that the shrinker can take pieces away and the lab can write them
-out; :func:`run` turns one into a run log under one matching and disposal option.
+out; :func:`run` turns one into a run log under one combination of matching and disposal options.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from faidecs.matching.delivery import Delivery
+from faidecs.matching.guarantees import Combination
 from faidecs.runs.processes import run_processes
 from faidecs.runs.runlog import RunLog
 
@@ -31,23 +32,24 @@ class Reaction:
 
 
 @dataclass(frozen=True, slots=True)
-class Scenario:
+class LabScenario:
     processes: tuple[tuple[str, tuple[Conj, ...]], ...]  # (name, disjunction of conjunctions)
     events: tuple[tuple[str, int], ...]  # (type, a), published in this order
     reactions: tuple[tuple[str, Reaction], ...] = field(default=())
 
-    def subscription(self, name: str, matching: str, disposal: str, extra: str = "") -> str:
+    def subscription(self, name: str, combination: Combination, extra: str = "") -> str:
         conjs = dict(self.processes)[name]
         condition = " or ".join(" and ".join(c) for c in conjs)
-        return f"subscription {name} (matching {matching}, disposal {disposal}{extra}): {condition}"
+        options = f"matching {combination.matching.value}, disposal {combination.disposal.value}{extra}"
+        return f"subscription {name} ({options}): {condition}"
 
     def size(self) -> int:
         return len(self.events) * 10 + sum(len(c) + 5 for _, cs in self.processes for c in cs) + len(self.reactions)
 
-    def without_event(self, k: int) -> Scenario:
+    def without_event(self, k: int) -> LabScenario:
         return replace(self, events=self.events[:k] + self.events[k + 1 :])
 
-    def without_process(self, k: int) -> Scenario:
+    def without_process(self, k: int) -> LabScenario:
         name = self.processes[k][0]
         return replace(
             self,
@@ -63,9 +65,9 @@ class Scenario:
         }
 
 
-def run(scenario: Scenario, matching: str, disposal: str, extra: str = "") -> RunLog:
-    """The run log of ``scenario`` with every process using ``matching`` and ``disposal``."""
-    processes = {name: scenario.subscription(name, matching, disposal, extra) for name, _ in scenario.processes}
+def run(scenario: LabScenario, combination: Combination, extra: str = "") -> RunLog:
+    """The run log of ``scenario`` with every process using ``combination``'s matching and disposal."""
+    processes = {name: scenario.subscription(name, combination, extra) for name, _ in scenario.processes}
     reactions = dict(scenario.reactions)
     made: dict[str, int] = {}
 

@@ -10,40 +10,35 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 
 from faidecs.errors import ProgramError
-from faidecs.grammar.model import Disposal, Matching
 from faidecs.lab.generator import scenario as generate
-from faidecs.lab.scenario import Scenario, run
-from faidecs.matching.guarantees import PAPER_VIOLATIONS, PROPERTIES
+from faidecs.lab.scenario import LabScenario, run
+from faidecs.matching.guarantees import COMBINATIONS, PAPER_VIOLATIONS, PROPERTIES, Combination, Property
 from faidecs.properties import check
 
-#: The combinations in the paper's table order: rows by disposal, columns by matching.
-COMBINATIONS: tuple[tuple[str, str], ...] = tuple(
-    (m.value, d.value) for d in Disposal for m in (Matching.FR, Matching.FRC, Matching.MR, Matching.MRC)
-)
 
-
-def combo_name(matching: str, disposal: str, extra: str = "") -> str:
-    return f"{matching}+{disposal}" + (f"+{extra.strip(', ')}" if extra else "")
+def combo_name(combination: Combination, extra: str = "") -> str:
+    """``FR+PI``, and with ``extra`` options ``FR+PI+covering staged``."""
+    return combination.name + (f"+{extra.strip(', ')}" if extra else "")
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    property: str
-    scenario: Scenario
+    property: Property
+    scenario: LabScenario
     runs_needed: int  # generated runs before it was found; 0 when carried over from another combination
     origin: str = "search"  # "search", or the combination whose counterexample revealed it
-    unshrunk: Scenario | None = None  # the run as generated, before shrinking
+    unshrunk: LabScenario | None = None  # the run as generated, before shrinking
 
 
-def _violates(s: Scenario, matching: str, disposal: str, prop: str, extra: str) -> bool:
+def _violates(s: LabScenario, combination: Combination, prop: Property, extra: str) -> bool:
     try:
-        log = run(s, matching, disposal, extra)
+        log = run(s, combination, extra)
     except ProgramError:
         return False
     return bool(check(log, [prop]).results[prop])
 
 
-def _reductions(s: Scenario) -> Iterator[Scenario]:
+def _reductions(s: LabScenario) -> Iterator[LabScenario]:
     for k in range(len(s.processes)):
         if len(s.processes) > 1:
             yield s.without_process(k)
@@ -66,55 +61,56 @@ def _reductions(s: Scenario) -> Iterator[Scenario]:
             yield replace(s, events=s.events[:k] + ((t, a - 1),) + s.events[k + 1 :])
 
 
-def shrink(s: Scenario, matching: str, disposal: str, prop: str, extra: str = "") -> Scenario:
+def shrink(s: LabScenario, combination: Combination, prop: Property, extra: str = "") -> LabScenario:
     """Greedily take pieces away while the run still violates ``prop``."""
     improved = True
     while improved:
         improved = False
         for smaller in _reductions(s):
-            if _violates(smaller, matching, disposal, prop, extra):
+            if _violates(smaller, combination, prop, extra):
                 s, improved = smaller, True
                 break
     return s
 
 
-def explore(matching: str, disposal: str, runs: int, seed: int, extra: str = "") -> dict[str, Finding]:
+def explore(combination: Combination, runs: int, seed: int, extra: str = "") -> dict[Property, Finding]:
     """The first counterexample found for each property in ``runs`` seeded runs, shrunk."""
     # The same scenarios with and without `extra`: staged and plain matching then differ only
     # where the scenario makes them differ, not by the luck of the draw.
-    rng = random.Random(f"{seed}:{combo_name(matching, disposal)}")
+    rng = random.Random(f"{seed}:{combo_name(combination)}")
     remaining = list(PROPERTIES)
-    found: dict[str, Finding] = {}
+    found: dict[Property, Finding] = {}
     for i in range(runs):
         s = generate(rng)
-        report = check(run(s, matching, disposal, extra), remaining)
+        report = check(run(s, combination, extra), remaining)
         for prop in report.violated():
-            found[prop] = Finding(prop, shrink(s, matching, disposal, prop, extra), i + 1, unshrunk=s)
+            found[prop] = Finding(prop, shrink(s, combination, prop, extra), i + 1, unshrunk=s)
             remaining.remove(prop)
         if not remaining:
             break
     return found
 
 
-def _explore_args(args: tuple[str, str, int, int, str]) -> tuple[str, dict[str, Finding]]:
-    matching, disposal, runs, seed, extra = args
-    return combo_name(matching, disposal, extra), explore(matching, disposal, runs, seed, extra)
+def _explore_args(args: tuple[Combination, int, int, str]) -> tuple[str, dict[Property, Finding]]:
+    combination, runs, seed, extra = args
+    return combo_name(combination, extra), explore(combination, runs, seed, extra)
 
 
 def lab(
     runs: int = 3000,
     seed: int = 0,
     *,
-    combinations: tuple[tuple[str, str], ...] = COMBINATIONS,
+    combinations: tuple[Combination, ...] = COMBINATIONS,
     extra: str = "",
     workers: int | None = None,
-) -> dict[str, dict[str, Finding]]:
-    """Explore every combination (in parallel over ``workers`` processes)."""
-    jobs = [(m, d, runs, seed, extra) for m, d in combinations]
+) -> dict[str, dict[Property, Finding]]:
+    """Explore every combination (in parallel over ``workers`` processes); the findings by
+    :func:`combo_name`, in the order of ``combinations``."""
+    jobs = [(c, runs, seed, extra) for c in combinations]
     if extra:
         # Plain runs too: their counterexamples join the pool replayed below, since an option
         # such as `covering staged` changes only some scenarios.
-        jobs += [(m, d, runs, seed, "") for m, d in combinations]
+        jobs += [(c, runs, seed, "") for c in combinations]
     workers = workers or min(len(jobs), os.cpu_count() or 1)
     if workers <= 1:
         results = [_explore_args(j) for j in jobs]
@@ -122,7 +118,7 @@ def lab(
         with ProcessPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(_explore_args, jobs))
     everything = dict(results)
-    found = {combo_name(m, d, extra): everything[combo_name(m, d, extra)] for m, d in combinations}
+    found = {combo_name(c, extra): everything[combo_name(c, extra)] for c in combinations}
     # Second phase: a counterexample found under one combination often breaks another one too,
     # where the random search happened to miss it. Trying every found scenario everywhere costs a
     # few hundred runs and makes the table far less dependent on luck.
@@ -133,35 +129,35 @@ def lab(
         for s in (f.scenario, f.unshrunk)
         if s is not None
     ]
-    for m, d in combinations:
-        name = combo_name(m, d, extra)
+    for c in combinations:
+        name = combo_name(c, extra)
         for prop in PROPERTIES:
             if prop in found[name]:
                 continue
             for origin, s in pool_of:
-                if origin != name and _violates(s, m, d, prop, extra):
-                    found[name][prop] = Finding(prop, shrink(s, m, d, prop, extra), 0, origin)
+                if origin != name and _violates(s, c, prop, extra):
+                    found[name][prop] = Finding(prop, shrink(s, c, prop, extra), 0, origin)
                     break
     return found
 
 
-def paper_row(matching: str, disposal: str) -> set[str]:
-    return set(PAPER_VIOLATIONS[(Matching(matching), Disposal(disposal))])
+def paper_row(combination: Combination) -> set[Property]:
+    return set(PAPER_VIOLATIONS[combination])
 
 
 def render_table(
-    found: dict[str, dict[str, Finding]], combinations: tuple[tuple[str, str], ...], extra: str = ""
+    found: dict[str, dict[Property, Finding]], combinations: tuple[Combination, ...], extra: str = ""
 ) -> str:
     """One row per combination; `X` violated (found), `.` none found; `!` marks a cell that
     differs from the paper's Table 4.1."""
     abbrev = {p: "".join(w[0] for w in p.split()) for p in PROPERTIES}
-    abbrev["No Duplication'"] = "ND'"
-    abbrev["Covering Agreement"] = "CvA"
+    abbrev[Property.NO_DUPLICATION_PRIME] = "ND'"
+    abbrev[Property.COVERING_AGREEMENT] = "CvA"
     head = "combination  " + " ".join(f"{abbrev[p]:>4}" for p in PROPERTIES)
     lines = [head]
-    for m, d in combinations:
-        name = combo_name(m, d, extra)
-        paper = paper_row(m, d) if not extra else set()
+    for c in combinations:
+        name = combo_name(c, extra)
+        paper = paper_row(c) if not extra else set()
         cells = []
         for p in PROPERTIES:
             mark = "X" if p in found[name] else "."

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from faidecs.errors import FaidecsError
 from faidecs.grammar.model import (
     ArithOp,
     AttrOf,
@@ -60,7 +61,7 @@ _CMP_HOLDS = {
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "!=": "!="}
 
 
-class NotCompilable(Exception):
+class NotCompilable(FaidecsError):
     """The conjunction uses something the kernels do not implement (ordering of strings)."""
 
 

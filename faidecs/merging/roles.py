@@ -66,8 +66,34 @@ def ancestry(role: Role) -> list[Role]:
     return sorted(set(out), key=lambda r: (len(r), r))
 
 
+def merger_roles(types: Iterable[str], subscriptions: Iterable[Subscription]) -> list[Role]:
+    """Every merger a program needs: a root per type of ``types``, and for each conjunction of
+    ``subscriptions`` its merger and that merger's ancestry; shortest first, then by name.
+
+    >>> from faidecs.grammar import compile_program
+    >>> program = compile_program("type A(x: int)\\ntype B(x: int)\\ntype C(x: int)\\nsubscription S: C and B and A")
+    >>> [role_name(r) for r in merger_roles(program.types, program.subscriptions)]
+    ['[A]', '[B]', '[C]', '⊔[A,B]', '⊔[A,B,C]']
+    """
+    roles: set[Role] = {role_of([t]) for t in types}
+    for sub in subscriptions:
+        for conj in sub.conjunctions:
+            roles.update(ancestry(conjunction_role(conj)))
+    return sorted(roles, key=lambda r: (len(r), r))
+
+
 def role_name(role: Role) -> str:
     return f"[{role[0]}]" if is_root(role) else "⊔[" + ",".join(role) + "]"
 
 
-__all__ = ["Role", "ancestry", "conjunction_role", "is_root", "parents", "role_name", "role_of", "split_by_role"]
+__all__ = [
+    "Role",
+    "ancestry",
+    "conjunction_role",
+    "is_root",
+    "merger_roles",
+    "parents",
+    "role_name",
+    "role_of",
+    "split_by_role",
+]

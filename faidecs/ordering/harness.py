@@ -17,6 +17,7 @@ from typing import Any
 
 from faidecs.grammar import compile_program
 from faidecs.matching.engine import Engine
+from faidecs.matching.guarantees import Property
 from faidecs.matching.records import Matcher
 from faidecs.ordering.layer import OrderingLayer
 from faidecs.ordering.network import Network
@@ -27,13 +28,13 @@ from faidecs.runs.runlog import RunLog, RunRecorder
 #: distinct published events. Conjunction Agreement holds because two processes with one
 #: conjunction are handed its types' events in one order (TNO) and, when both are present
 #: throughout, all of them (Validity).
-KEPT_ON_EVERY_LAYER = (
-    "Total Notification Order",
-    "Notification Integrity",
-    "Notification Validity",
-    "No Creation",
-    "Admission",
-    "Conjunction Agreement",
+KEPT_ON_EVERY_LAYER: tuple[Property, ...] = (
+    Property.TOTAL_NOTIFICATION_ORDER,
+    Property.NOTIFICATION_INTEGRITY,
+    Property.NOTIFICATION_VALIDITY,
+    Property.NO_CREATION,
+    Property.ADMISSION,
+    Property.CONJUNCTION_AGREEMENT,
 )
 
 

@@ -16,10 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from faidecs.errors import FaidecsError
+
 Handler = Callable[[str, Any], None]  # (sender, message)
 
 
-class NetworkError(RuntimeError):
+class NetworkError(FaidecsError, RuntimeError):
     """A message to an address nobody listens on, or a run that does not end."""
 
 

@@ -26,7 +26,7 @@ ACCESS_DELAY = 1.0  # host to its stub router, ms
 
 
 @dataclass(frozen=True, slots=True)
-class Topology:
+class TransitStubGraph:
     adjacency: list[list[tuple[int, float]]]  # router -> (neighbour, delay ms)
     transit: list[list[int]]  # transit domain -> its routers
     stubs: list[list[int]]  # stub domain -> its routers
@@ -43,7 +43,7 @@ def transit_stub(
     stubs_per_transit: int = 3,
     stub_size: int = 83,
     extra_edges: float = 0.5,
-) -> Topology:
+) -> TransitStubGraph:
     """routers = T * t * (1 + s * n); the defaults give 4 * 10 * (1 + 3 * 83) = 10,000."""
     adjacency: list[list[tuple[int, float]]] = []
 
@@ -82,10 +82,10 @@ def transit_stub(
                 domain(stub, "intra_stub")
                 link(router, rng.choice(stub), "stub_transit")  # one uplink per stub, as GT-ITM's default
                 stubs.append(stub)
-    return Topology(adjacency, transit, stubs)
+    return TransitStubGraph(adjacency, transit, stubs)
 
 
-def place_hosts(topology: Topology, rng: random.Random, hosts: int, cluster_size: int) -> list[int]:
+def place_hosts(topology: TransitStubGraph, rng: random.Random, hosts: int, cluster_size: int) -> list[int]:
     """host -> its router: clusters of ``cluster_size`` hosts, each cluster in one random stub domain."""
     routers: list[int] = []
     while len(routers) < hosts:
@@ -110,7 +110,7 @@ def dijkstra(adjacency: list[list[tuple[int, float]]], source: int) -> list[floa
     return dist
 
 
-def host_distances(topology: Topology, host_routers: list[int]) -> list[list[float]]:
+def host_distances(topology: TransitStubGraph, host_routers: list[int]) -> list[list[float]]:
     """host x host unicast delay: access link, shortest router path, access link (0 to itself)."""
     by_router = {r: dijkstra(topology.adjacency, r) for r in set(host_routers)}
     return [

@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from faidecs.matching.guarantees import Property
 from faidecs.properties.agreement import conjunction_agreement, covering_agreement
 from faidecs.properties.gapless import gapless_causal_delivery, gapless_fifo_delivery
 from faidecs.properties.liveness import conjunction_validity, event_validity
@@ -31,40 +32,40 @@ from faidecs.runs.runlog import RunLog
 
 Check = Callable[[RunView], list[Violation]]
 
-#: Every property, in the order tools print them (the semantics file's names, plus Type Local
-#: Order, which with Type FIFO Order makes Type Causal Order, plus the notification properties
-#: of the ordering layers, LoCaPS's gapless deliveries (seed 003) and the latch layer's
-#: Notification FIFO Order (seed 002; it reports every out-of-order notification, not the
-#: first), which hold vacuously in logs without ``notify`` records).
-CHECKS: dict[str, Check] = {
-    "No Duplication": no_duplication,
-    "No Duplication'": no_duplication_prime,
-    "No Creation": no_creation,
-    "Admission": admission,
-    "Conjunction Validity": conjunction_validity,
-    "Event Validity": event_validity,
-    "Conjunction Agreement": conjunction_agreement,
-    "Covering Agreement": covering_agreement,
-    "Type Total Order": type_total_order,
-    "Conjunction Total Order": conjunction_total_order,
-    "Disjunction Total Order": disjunction_total_order,
-    "Type FIFO Order": type_fifo_order,
-    "Type Local Order": type_local_order,
-    "Type Causal Order": type_causal_order,
-    "Total Notification Order": total_notification_order,
-    "Notification Integrity": notification_integrity,
-    "Notification Validity": notification_validity,
-    "Notification FIFO Order": notification_fifo_order,
-    "Gapless FIFO Delivery": gapless_fifo_delivery,
-    "Gapless Causal Delivery": gapless_causal_delivery,
+#: Every property, in the order tools print them (the order of :class:`Property`: the semantics
+#: file's names, plus Type Local Order, which with Type FIFO Order makes Type Causal Order, plus the
+#: notification properties of the ordering layers, LoCaPS's gapless deliveries (seed 003) and the
+#: latch layer's Notification FIFO Order (seed 002; it reports every out-of-order notification,
+#: not the first), which hold vacuously in logs without ``notify`` records).
+CHECKS: dict[Property, Check] = {
+    Property.NO_DUPLICATION: no_duplication,
+    Property.NO_DUPLICATION_PRIME: no_duplication_prime,
+    Property.NO_CREATION: no_creation,
+    Property.ADMISSION: admission,
+    Property.CONJUNCTION_VALIDITY: conjunction_validity,
+    Property.EVENT_VALIDITY: event_validity,
+    Property.CONJUNCTION_AGREEMENT: conjunction_agreement,
+    Property.COVERING_AGREEMENT: covering_agreement,
+    Property.TYPE_TOTAL_ORDER: type_total_order,
+    Property.CONJUNCTION_TOTAL_ORDER: conjunction_total_order,
+    Property.DISJUNCTION_TOTAL_ORDER: disjunction_total_order,
+    Property.TYPE_FIFO_ORDER: type_fifo_order,
+    Property.TYPE_LOCAL_ORDER: type_local_order,
+    Property.TYPE_CAUSAL_ORDER: type_causal_order,
+    Property.TOTAL_NOTIFICATION_ORDER: total_notification_order,
+    Property.NOTIFICATION_INTEGRITY: notification_integrity,
+    Property.NOTIFICATION_VALIDITY: notification_validity,
+    Property.NOTIFICATION_FIFO_ORDER: notification_fifo_order,
+    Property.GAPLESS_FIFO_DELIVERY: gapless_fifo_delivery,
+    Property.GAPLESS_CAUSAL_DELIVERY: gapless_causal_delivery,
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    results: dict[str, list[Violation]]
+    results: dict[Property, list[Violation]]
 
-    def violated(self) -> list[str]:
+    def violated(self) -> list[Property]:
         return [name for name, found in self.results.items() if found]
 
     def to_json(self) -> dict[str, Any]:
@@ -83,11 +84,11 @@ class Report:
         return "\n".join(lines) + "\n"
 
 
-def check(log: RunLog, properties: list[str] | None = None) -> Report:
-    """Check ``properties`` (default: all) on a run log."""
+def check(log: RunLog, properties: Iterable[str] | None = None) -> Report:
+    """Check ``properties`` (default: all; :class:`Property` members, or their names) on a run log."""
     view = RunView(log)
-    names = properties if properties is not None else list(CHECKS)
+    names = [Property(p) for p in properties] if properties is not None else list(CHECKS)
     return Report({name: CHECKS[name](view) for name in names})
 
 
-__all__ = ["CHECKS", "Report", "Violation", "check"]
+__all__ = ["CHECKS", "Property", "Report", "Violation", "check"]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from faidecs.errors import EventError
+from faidecs.errors import EventError, FaidecsError
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import Event
@@ -30,7 +30,7 @@ class ReplaySummary:
     rejected: int = 0
 
 
-class _NotJson(Exception):
+class _NotJson(FaidecsError):
     pass
 
 

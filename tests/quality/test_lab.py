@@ -7,62 +7,62 @@ import json
 import pytest
 
 from faidecs.cli.main import main
-from faidecs.lab import COMBINATIONS, explore, lab, run
+from faidecs.lab import COMBINATIONS, Combination, explore, lab, run
 from faidecs.lab.measured import MEASURED_VIOLATIONS
-from faidecs.lab.scenario import Scenario
-from faidecs.properties import check
+from faidecs.lab.scenario import LabScenario
+from faidecs.properties import Property, check
 
 
 def test_reduced_lab_finds_only_what_the_measured_table_holds() -> None:
     """A short lab run over all 16 combinations finds a subset of the measured table, and
     already most of it."""
     found = lab(runs=150, seed=7, workers=1)
-    assert set(found) == {f"{m}+{d}" for m, d in COMBINATIONS}
+    assert set(found) == {c.name for c in COMBINATIONS}
     total = 0
     for name, props in found.items():
-        assert set(props) <= set(MEASURED_VIOLATIONS[name]), name
+        assert set(props) <= set(MEASURED_VIOLATIONS[Combination.parse(name)]), name
         total += len(props)
     assert total >= 0.6 * sum(len(v) for v in MEASURED_VIOLATIONS.values())
 
 
 @pytest.mark.parametrize(
-    ("matching", "disposal", "prop"),
+    ("combination", "prop"),
     [
-        ("FR", "PI", "Covering Agreement"),  # the JPDC 2012 Theorem 2.4.1 claim, refuted
-        ("FRC", "PI", "Conjunction Validity"),  # ToIT 2013 Theorem 5
-        ("MR", "PI", "Event Validity"),  # Theorem 1
-        ("FR", "I", "Type Total Order"),  # Theorem 6
-        ("MR", "IP", "Type FIFO Order"),  # Theorem 3
-        ("FR", "FP", "No Duplication"),  # Theorem 9
-        ("FR", "FP", "Type FIFO Order"),  # Theorem 10
+        ("FR+PI", Property.COVERING_AGREEMENT),  # the JPDC 2012 Theorem 2.4.1 claim, refuted
+        ("FRC+PI", Property.CONJUNCTION_VALIDITY),  # ToIT 2013 Theorem 5
+        ("MR+PI", Property.EVENT_VALIDITY),  # Theorem 1
+        ("FR+I", Property.TYPE_TOTAL_ORDER),  # Theorem 6
+        ("MR+IP", Property.TYPE_FIFO_ORDER),  # Theorem 3
+        ("FR+FP", Property.NO_DUPLICATION),  # Theorem 9
+        ("FR+FP", Property.TYPE_FIFO_ORDER),  # Theorem 10
     ],
 )
-def test_known_counterexamples_are_found_and_shrunk(matching: str, disposal: str, prop: str) -> None:
-    findings = explore(matching, disposal, runs=1500, seed=0)
+def test_known_counterexamples_are_found_and_shrunk(combination: str, prop: Property) -> None:
+    findings = explore(Combination.parse(combination), runs=1500, seed=0)
     assert prop in findings
     scenario = findings[prop].scenario
     # Shrunk: a handful of events, and the run still shows the violation.
     assert len(scenario.events) <= 8
-    assert check(run(scenario, matching, disposal), [prop]).results[prop]
+    assert check(run(scenario, Combination.parse(combination)), [prop]).results[prop]
 
 
 def test_fr_pi_covering_counterexample_and_staged_fix() -> None:
     """`T1.a = T2.a` against `T1.a = T2.a and T3`: an early T1 event finds its partner only later.
     Plain FR+PI breaks Covering Agreement; `covering staged` keeps it."""
-    scenario = Scenario(
+    scenario = LabScenario(
         processes=(("p1", (("T1[0].a = T2[0].a",),)), ("p2", (("T1[0].a = T2[0].a", "T3[0]"),))),
         events=(("T1", 1), ("T1", 2), ("T2", 2), ("T2", 1), ("T3", 1)),
     )
-    plain = check(run(scenario, "FR", "PI"))
-    assert plain.violated() == ["Covering Agreement"]
-    staged = check(run(scenario, "FR", "PI", ", covering staged"))
+    plain = check(run(scenario, Combination.parse("FR+PI")))
+    assert plain.violated() == [Property.COVERING_AGREEMENT]
+    staged = check(run(scenario, Combination.parse("FR+PI"), ", covering staged"))
     assert staged.violated() == []
 
 
 def test_lab_cli_json_and_counterexample_logs(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     assert main(["lab", "--runs", "40", "--json", "--workers", "1", "--out", str(tmp_path)]) == 0
     table = json.loads(capsys.readouterr().out)
-    assert list(table) == [f"{m}+{d}" for m, d in COMBINATIONS]
+    assert list(table) == [c.name for c in COMBINATIONS]
     for name, props in table.items():
         assert props == sorted(props)
         for prop in props:

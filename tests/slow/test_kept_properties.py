@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from faidecs.lab import COMBINATIONS, run
+from faidecs.lab import COMBINATIONS, Combination, run
 from faidecs.lab.generator import scenario
 from faidecs.lab.measured import MEASURED_VIOLATIONS, STAGED_VIOLATIONS
 from faidecs.matching.guarantees import PROPERTIES
@@ -21,15 +21,15 @@ from faidecs.properties import check
 RUNS = int(os.environ.get("FAIDECS_KEPT_RUNS", "5000"))
 
 
-def _first_violation(args: tuple[str, str, str, int]) -> tuple[str, str, str] | None:
-    matching, disposal, extra, runs = args
-    name = f"{matching}+{disposal}" + ("+covering staged" if extra else "")
+def _first_violation(args: tuple[Combination, str, int]) -> tuple[str, str, str] | None:
+    combination, extra, runs = args
+    name = combination.name + ("+covering staged" if extra else "")
     table = STAGED_VIOLATIONS if extra else MEASURED_VIOLATIONS
-    kept = [p for p in PROPERTIES if p not in table[name]]
-    rng = random.Random(f"kept:{matching}+{disposal}")  # the same scenarios for plain and staged
+    kept = [p for p in PROPERTIES if p not in table[combination]]
+    rng = random.Random(f"kept:{combination.name}")  # the same scenarios for plain and staged
     for i in range(runs):
         s = scenario(rng)
-        report = check(run(s, matching, disposal, extra), kept)
+        report = check(run(s, combination, extra), kept)
         for prop in report.violated():
             return name, prop, f"run {i}: {s.to_json()}"
     return None
@@ -38,7 +38,7 @@ def _first_violation(args: tuple[str, str, str, int]) -> tuple[str, str, str] | 
 @pytest.mark.slow
 @pytest.mark.parametrize("extra", ["", ", covering staged"], ids=["plain", "staged"])
 def test_every_option_keeps_what_the_table_says(extra: str) -> None:
-    jobs = [(m, d, extra, RUNS) for m, d in COMBINATIONS]
+    jobs = [(c, extra, RUNS) for c in COMBINATIONS]
     with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         failures = [f for f in pool.map(_first_violation, jobs) if f is not None]
     assert failures == []

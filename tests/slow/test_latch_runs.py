@@ -14,7 +14,7 @@ import pytest
 
 from faidecs.ordering.latch import LatchConfig, LatePolicy
 from faidecs.ordering.latch.path import PathConfig, PathRun, process_name, simulate
-from faidecs.properties import check
+from faidecs.properties import Property, check
 from faidecs.properties.notification_fifo import fifo_violations_by_pair
 from faidecs.properties.view import RunView
 from faidecs.runs.runlog import RunLog
@@ -67,8 +67,8 @@ def test_seeded_runs() -> None:
         log = run.log
         if seed % 50 == 0:  # through its text form now and then, as `faidecs verify` reads it
             log = RunLog.read(run.log.dumps().splitlines(), f"<latch seed {seed}>")
-        report = check(log, ["Notification FIFO Order", "Notification Integrity"])
-        assert report.violated() in ([], ["Notification FIFO Order"]), f"seed {seed}:\n{report.table()}"
+        report = check(log, [Property.NOTIFICATION_FIFO_ORDER, Property.NOTIFICATION_INTEGRITY])
+        assert report.violated() in ([], [Property.NOTIFICATION_FIFO_ORDER]), f"seed {seed}:\n{report.table()}"
         counts = fifo_violations_by_pair(RunView(log))
         for (process, _publisher), n in counts.items():
             violations[(kind, process.split(".", 1)[1])] += n

@@ -22,13 +22,14 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
+from faidecs.matching.guarantees import COMBINATIONS
 from faidecs.merging.roles import is_root
 from faidecs.overlay.sim.audit import expected_deliveries
-from faidecs.overlay.sim.generate import COMBINATIONS, random_deployment
+from faidecs.overlay.sim.generate import random_deployment
 from faidecs.overlay.sim.report import kept_properties
 from faidecs.overlay.sim.scenario import InputPath, LatchSpec, Scenario, SimConfig
 from faidecs.overlay.sim.simulator import SimResult, Simulation
-from faidecs.properties import check
+from faidecs.properties import Property, check
 from faidecs.properties.notification_fifo import fifo_violations_by_pair
 from faidecs.properties.view import RunView
 
@@ -37,7 +38,7 @@ pytestmark = pytest.mark.slow
 RUNS = int(os.environ.get("FAIDECS_LATCH_STAGE_RUNS", "125"))
 CHUNKS = 8
 #: what a reordered input may break: the order of one publisher's events, nothing else
-FIFO_ONLY = {"Type FIFO Order", "Type Causal Order"}
+FIFO_ONLY = {Property.TYPE_FIFO_ORDER, Property.TYPE_CAUSAL_ORDER}
 
 VARIANTS: dict[str, tuple[float, LatchSpec | None]] = {
     "raw": (10.0, None),
@@ -79,8 +80,8 @@ def one(seed: int) -> tuple[list[str], Counter[str]]:
         result = sim.run()
         where = f"seed {seed} {variant} (loss {loss}, faults {[f.describe() for f in s.faults]})"
         inputs = result.input_log()
-        report = check(inputs, ["Notification FIFO Order", "Notification Integrity"])
-        assert "Notification Integrity" not in report.violated(), f"{where}\n{report.table()}"
+        report = check(inputs, [Property.NOTIFICATION_FIFO_ORDER, Property.NOTIFICATION_INTEGRITY])
+        assert Property.NOTIFICATION_INTEGRITY not in report.violated(), f"{where}\n{report.table()}"
         found = sum(fifo_violations_by_pair(RunView(inputs)).values())
         counts[f"{variant} violations"] += found
         counts[f"{variant} sent"] += len(result.sent)

@@ -15,14 +15,19 @@ import pytest
 from faidecs.ordering.harness import run_layer
 from faidecs.ordering.locaps import LocapsLayer
 from faidecs.ordering.locaps.generate import random_scenario
-from faidecs.properties import check
+from faidecs.properties import Property, check
 from faidecs.runs.runlog import RunLog
 
 pytestmark = pytest.mark.slow
 
 RUNS = int(os.environ.get("FAIDECS_LOCAPS_RUNS", "1000"))
 
-MUST_HOLD = ["Gapless FIFO Delivery", "Gapless Causal Delivery", "Notification Integrity", "No Creation"]
+MUST_HOLD = [
+    Property.GAPLESS_FIFO_DELIVERY,
+    Property.GAPLESS_CAUSAL_DELIVERY,
+    Property.NOTIFICATION_INTEGRITY,
+    Property.NO_CREATION,
+]
 
 
 def test_seeded_locaps_runs() -> None:

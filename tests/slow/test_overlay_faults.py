@@ -33,7 +33,7 @@ from faidecs.overlay.core.replica import MergerReplica, ProtocolError
 from faidecs.overlay.runtime.launcher import LaunchError, LocalDeployment
 from faidecs.overlay.runtime.node import Node
 from faidecs.overlay.sim.report import kept_properties
-from faidecs.properties import check
+from faidecs.properties import Property, check
 from faidecs.runs.processes import run_processes
 from faidecs.runs.runlog import Delivered, RunLog
 
@@ -110,7 +110,7 @@ class KnownBug(AssertionError):
     message."""
 
 
-LIVENESS = ("Conjunction Validity", "Event Validity")
+LIVENESS = (Property.CONJUNCTION_VALIDITY, Property.EVENT_VALIDITY)
 
 
 def _sequences(log: RunLog) -> dict[str, Sequence_]:

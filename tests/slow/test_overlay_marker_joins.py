@@ -16,7 +16,8 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 from simulated_runs import judged
 
-from faidecs.overlay.sim.generate import COMBINATIONS, random_marker_deployment
+from faidecs.matching.guarantees import COMBINATIONS
+from faidecs.overlay.sim.generate import random_marker_deployment
 
 RUNS = int(os.environ.get("FAIDECS_MARKER_RUNS", "1000"))
 CHUNKS = 16

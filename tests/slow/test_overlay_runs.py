@@ -12,7 +12,8 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 from simulated_runs import judged
 
-from faidecs.overlay.sim.generate import COMBINATIONS, random_deployment
+from faidecs.matching.guarantees import COMBINATIONS
+from faidecs.overlay.sim.generate import random_deployment
 
 RUNS = int(os.environ.get("FAIDECS_OVERLAY_RUNS", "2000"))
 CHUNKS = 16

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from faidecs.matching.delivery import Delivery
-from faidecs.properties import CHECKS, Report, Violation, check
+from faidecs.matching.guarantees import PROPERTIES
+from faidecs.properties import CHECKS, Property, Report, Violation, check
 from faidecs.runs.processes import run_processes
 from faidecs.runs.runlog import RunLog, RunLogError
 
@@ -112,11 +113,24 @@ def test_checks_cover_every_property_in_order() -> None:
     ]
 
 
+def test_one_name_for_each_property() -> None:
+    """The checker judges exactly the members of Property, in their order; the paper's table
+    (PROPERTIES) is a part of them, in the same order; a name reads as its text."""
+    assert list(CHECKS) == list(Property)
+    assert list(PROPERTIES) == [p for p in Property if p in PROPERTIES]
+    assert all(isinstance(p, Property) for p in CHECKS)
+    assert f"{Property.NO_DUPLICATION_PRIME}" == "No Duplication'"
+    assert json.dumps([Property.TYPE_FIFO_ORDER]) == '["Type FIFO Order"]'
+    with pytest.raises(ValueError):
+        check(make_log({"p": sub("T1")}), ["Type Fifo Order"])
+
+
 def test_check_a_subset_of_properties() -> None:
     log = make_log({"p": sub("T1")}, pub(1, "x1", "T1"), pub(2, "x2", "T1"), dlv(3, "p", "x2"), dlv(4, "p", "x1"))
-    report = check(log, ["Type FIFO Order", "No Creation"])
-    assert list(report.results) == ["Type FIFO Order", "No Creation"]
-    assert report.violated() == ["Type FIFO Order"]
+    report = check(log, ["Type FIFO Order", Property.NO_CREATION])  # names, or members
+    assert list(report.results) == [Property.TYPE_FIFO_ORDER, Property.NO_CREATION]
+    assert report.violated() == [Property.TYPE_FIFO_ORDER]
+    assert all(isinstance(p, Property) for p in report.results)
 
 
 def test_report_json_and_table() -> None:
@@ -181,8 +195,8 @@ def test_no_duplication_violated_in_another_position() -> None:
         pub(4, "x3", "T1"),
         dlv(5, "p", "x2", "x3"),
     )
-    report = verdict(log, ["No Duplication"])
-    v = evidence(report, "No Duplication")
+    report = verdict(log, [Property.NO_DUPLICATION])
+    v = evidence(report, Property.NO_DUPLICATION)
     assert (v.events, v.processes, v.deliveries) == (("x2",), ("p",), (3, 5))
 
 
@@ -198,11 +212,11 @@ def test_no_duplication_prime_violated_in_the_same_position() -> None:
         pub(4, "y2", "T2"),
         dlv(5, "p", "x1", "y2"),
     )
-    report = verdict(log, ["No Duplication", "No Duplication'"])
-    for name in ("No Duplication", "No Duplication'"):
+    report = verdict(log, [Property.NO_DUPLICATION, Property.NO_DUPLICATION_PRIME])
+    for name in (Property.NO_DUPLICATION, Property.NO_DUPLICATION_PRIME):
         v = evidence(report, name)
         assert (v.events, v.processes, v.deliveries) == (("x1",), ("p",), (3, 5))
-    assert "position T1[0]" in evidence(report, "No Duplication'").explanation
+    assert "position T1[0]" in evidence(report, Property.NO_DUPLICATION_PRIME).explanation
 
 
 # --- No Creation -------------------------------------------------------------------------------
@@ -222,8 +236,8 @@ def test_no_creation_holds() -> None:
 
 
 def test_no_creation_violated_by_an_event_never_published() -> None:
-    report = verdict(RunLog.read(NEVER_PUBLISHED.splitlines()), ["No Creation"])
-    v = evidence(report, "No Creation")
+    report = verdict(RunLog.read(NEVER_PUBLISHED.splitlines()), [Property.NO_CREATION])
+    v = evidence(report, Property.NO_CREATION)
     assert (v.events, v.processes, v.deliveries) == (("ghost",), ("p",), (3,))
     assert "never published" in v.explanation
 
@@ -236,8 +250,8 @@ def test_no_creation_violated_by_a_delivery_before_the_publication() -> None:
         pub(3, "y", "T1"),
         dlv(4, "p", "y"),
     )
-    report = verdict(log, ["No Creation"])
-    v = evidence(report, "No Creation")
+    report = verdict(log, [Property.NO_CREATION])
+    v = evidence(report, Property.NO_CREATION)
     assert (v.events, v.processes, v.deliveries) == (("x",), ("p",), (1,))
     assert "published only later" in v.explanation
 
@@ -252,8 +266,8 @@ def test_no_creation_ghost_delivered_by_two_processes() -> None:
         dlv(4, "p", "ghost"),
         dlv(5, "q", "ghost"),
     )
-    report = verdict(log, ["No Creation"])
-    assert evidence(report, "No Creation").events == ("ghost",)
+    report = verdict(log, [Property.NO_CREATION])
+    assert evidence(report, Property.NO_CREATION).events == ("ghost",)
 
 
 def test_no_creation_ghost_delivered_before_the_process_publishes() -> None:
@@ -264,8 +278,8 @@ def test_no_creation_ghost_delivered_before_the_process_publishes() -> None:
         pub(2, "x", "T1", publisher="p"),
         dlv(3, "p", "x"),
     )
-    report = verdict(log, ["No Creation"])
-    assert evidence(report, "No Creation").events == ("ghost",)
+    report = verdict(log, [Property.NO_CREATION])
+    assert evidence(report, Property.NO_CREATION).events == ("ghost",)
 
 
 # --- Admission ---------------------------------------------------------------------------------
@@ -287,9 +301,9 @@ def test_admission_holds() -> None:
 )
 def test_admission_violated(relation: tuple[str, ...], reason: str) -> None:
     log = make_log({"p": sub("T1.a < T2.a")}, pub(1, "x", "T1", 5), pub(2, "y", "T2", 3), dlv(3, "p", *relation))
-    expected = ["No Duplication", "Admission"] if len(relation) == 3 else ["Admission"]
+    expected = [Property.NO_DUPLICATION, Property.ADMISSION] if len(relation) == 3 else [Property.ADMISSION]
     report = verdict(log, expected)
-    v = evidence(report, "Admission")
+    v = evidence(report, Property.ADMISSION)
     assert (v.events, v.processes, v.deliveries) == (relation, ("p",), (3,))
     assert reason in v.explanation
 
@@ -301,8 +315,8 @@ def test_admission_checks_every_conjunction_of_a_disjunction() -> None:
         dlv(2, "p", "x", conj=0),
         dlv(3, "p", "x", conj=1),
     )
-    report = verdict(log, ["Admission"])
-    v = evidence(report, "Admission")
+    report = verdict(log, [Property.ADMISSION])
+    v = evidence(report, Property.ADMISSION)
     assert (v.events, v.deliveries) == (("x",), (3,))
     assert "conjunction 1 does not satisfy T1[0].a = 2" in v.explanation
 
@@ -334,26 +348,26 @@ def test_conjunction_validity_violated_after_the_last_delivery() -> None:
         pub(4, "x2", "T1"),
         pub(5, "y2", "T2"),
     )
-    report = verdict(log, ["Conjunction Validity"])
-    v = evidence(report, "Conjunction Validity")
+    report = verdict(log, [Property.CONJUNCTION_VALIDITY])
+    v = evidence(report, Property.CONJUNCTION_VALIDITY)
     assert (v.events, v.processes, v.deliveries) == (("x2", "y2"), ("p",), (3,))
 
 
 def test_conjunction_validity_violated_without_any_delivery() -> None:
     log = make_log({"p": sub("T1.a = T2.a")}, pub(1, "x", "T1", 4), pub(2, "y", "T2", 4))
-    report = verdict(log, ["Conjunction Validity"])
-    v = evidence(report, "Conjunction Validity")
+    report = verdict(log, [Property.CONJUNCTION_VALIDITY])
+    v = evidence(report, Property.CONJUNCTION_VALIDITY)
     assert (v.events, v.processes, v.deliveries) == (("x", "y"), ("p",), ())
 
 
-@pytest.mark.parametrize(("matching", "expected"), [("FR", ["Conjunction Validity"]), ("MR", [])])
+@pytest.mark.parametrize(("matching", "expected"), [("FR", [Property.CONJUNCTION_VALIDITY]), ("MR", [])])
 def test_conjunction_validity_follows_the_instance_order(matching: str, expected: list[str]) -> None:
     """`T1[0].a > T1[1].a` on x(5), y(3): under FR T1[0] is the older (5 > 3 holds), under MR the
     newer (3 > 5 fails), so only FR promises a delivery (semantics file, worked example 2)."""
     log = make_log({"p": sub("T1[0].a > T1[1].a", matching)}, pub(1, "x", "T1", 5), pub(2, "y", "T1", 3))
     report = verdict(log, expected)
     if expected:
-        assert evidence(report, "Conjunction Validity").events == ("x", "y")
+        assert evidence(report, Property.CONJUNCTION_VALIDITY).events == ("x", "y")
 
 
 # --- Event Validity ----------------------------------------------------------------------------
@@ -395,8 +409,8 @@ def test_event_validity_violated_by_a_disposed_event() -> None:
         dlv(4, "p", "x1", "y1"),
         final("p", {"T1": [], "T2": []}),
     )
-    report = verdict(log, ["Event Validity"])
-    v = evidence(report, "Event Validity")
+    report = verdict(log, [Property.EVENT_VALIDITY])
+    v = evidence(report, Property.EVENT_VALIDITY)
     assert (v.events, v.processes, v.deliveries) == (("x0", "y1"), ("p",), ())
     assert "it was disposed" in v.explanation
 
@@ -410,8 +424,8 @@ def test_event_validity_violated_by_a_younger_event_taking_its_position() -> Non
         pub(3, "y1", "T2"),
         dlv(4, "p", "x1", "y1"),
     )
-    report = verdict(log, ["Event Validity"])
-    v = evidence(report, "Event Validity")
+    report = verdict(log, [Property.EVENT_VALIDITY])
+    v = evidence(report, Property.EVENT_VALIDITY)
     assert (v.events, v.processes) == (("x0", "y1"), ("p",))
     assert "x1, published after it, took T1[0] in the relation delivered at time 4" in v.explanation
 
@@ -454,8 +468,8 @@ def test_conjunction_agreement_violated() -> None:
         dlv(4, "p", "x1", "y1"),
         dlv(5, "q", "x2", "y1"),
     )
-    report = verdict(log, ["Conjunction Agreement"])
-    v = evidence(report, "Conjunction Agreement")
+    report = verdict(log, [Property.CONJUNCTION_AGREEMENT])
+    v = evidence(report, Property.CONJUNCTION_AGREEMENT)
     assert (v.events, v.processes, v.deliveries) == (("x1", "y1"), ("p", "q"), (4,))
 
 
@@ -498,8 +512,8 @@ def test_covering_agreement_holds() -> None:
 
 def test_covering_agreement_violated() -> None:
     """`T1.a = T2.a and T3` delivers the T1/T2 part [x1, y1], which `T1.a = T2.a` never delivered."""
-    report = verdict(covering_log(("x1", "y1", "z")), ["Covering Agreement"])
-    v = evidence(report, "Covering Agreement")
+    report = verdict(covering_log(("x1", "y1", "z")), [Property.COVERING_AGREEMENT])
+    v = evidence(report, Property.COVERING_AGREEMENT)
     assert (v.events, v.processes, v.deliveries) == (("x1", "y1", "z"), ("w", "n"), (7,))
     assert "never delivered its part [x1, y1]" in v.explanation
 
@@ -540,8 +554,8 @@ def test_type_total_order_holds() -> None:
 
 
 def test_type_total_order_violated() -> None:
-    report = verdict(type_total_log("y2", "y1"), ["Type Total Order"])
-    v = evidence(report, "Type Total Order")
+    report = verdict(type_total_log("y2", "y1"), [Property.TYPE_TOTAL_ORDER])
+    v = evidence(report, Property.TYPE_TOTAL_ORDER)
     assert (v.events, v.processes, v.deliveries) == (("x1", "x2"), ("p", "q"), (2, 4, 6, 8))
 
 
@@ -581,11 +595,11 @@ def test_conjunction_total_order_violated_with_type_total_order() -> None:
         dlv(9, "p", "x2", "y2", "z2"),
         dlv(10, "q", "x1", "y1"),
     )
-    report = verdict(log, ["Type Total Order", "Conjunction Total Order"])
-    v = evidence(report, "Conjunction Total Order")
+    report = verdict(log, [Property.TYPE_TOTAL_ORDER, Property.CONJUNCTION_TOTAL_ORDER])
+    v = evidence(report, Property.CONJUNCTION_TOTAL_ORDER)
     assert (v.events, v.processes, v.deliveries) == (("x1", "y1", "x2", "y2"), ("p", "q"), (6, 9, 7, 10))
     assert v.explanation.startswith("on T1, T2: ")
-    t = evidence(report, "Type Total Order")
+    t = evidence(report, Property.TYPE_TOTAL_ORDER)
     assert (t.events, t.processes) == (("x1", "x2"), ("p", "q"))
 
 
@@ -611,8 +625,8 @@ def test_conjunction_total_order_violated_alone() -> None:
         dlv(15, "p", "x4", "x1", "z4"),
         dlv(16, "q", "x2", "x3"),
     )
-    report = verdict(log, ["No Duplication", "Conjunction Total Order"])
-    v = evidence(report, "Conjunction Total Order")
+    report = verdict(log, [Property.NO_DUPLICATION, Property.CONJUNCTION_TOTAL_ORDER])
+    v = evidence(report, Property.CONJUNCTION_TOTAL_ORDER)
     assert (v.events, v.processes, v.deliveries) == (("x2", "x3", "x4", "x1"), ("p", "q"), (13, 15, 14, 16))
 
 
@@ -633,7 +647,7 @@ def test_conjunction_total_order_compares_only_equal_options() -> None:
         dlv(11, "p", "x4", "x1"),
         dlv(12, "q", "x2", "x3"),
     )
-    verdict(log, ["No Duplication"])
+    verdict(log, [Property.NO_DUPLICATION])
 
 
 # --- Disjunction Total Order -------------------------------------------------------------------
@@ -660,8 +674,8 @@ def test_disjunction_total_order_holds() -> None:
 
 
 def test_disjunction_total_order_violated() -> None:
-    report = verdict(disjunction_log((6, 5)), ["Disjunction Total Order"])
-    v = evidence(report, "Disjunction Total Order")
+    report = verdict(disjunction_log((6, 5)), [Property.DISJUNCTION_TOTAL_ORDER])
+    v = evidence(report, Property.DISJUNCTION_TOTAL_ORDER)
     assert (v.events, v.processes, v.deliveries) == (("x", "y"), ("p", "q"), (3, 4, 6, 5))
 
 
@@ -683,8 +697,10 @@ def test_type_fifo_order_holds_across_publishers() -> None:
 
 
 def test_type_fifo_order_violated() -> None:
-    report = verdict(RunLog.read((FIFO % ("s", "s")).splitlines()), ["Type FIFO Order", "Type Causal Order"])
-    for name in ("Type FIFO Order", "Type Causal Order"):
+    report = verdict(
+        RunLog.read((FIFO % ("s", "s")).splitlines()), [Property.TYPE_FIFO_ORDER, Property.TYPE_CAUSAL_ORDER]
+    )
+    for name in (Property.TYPE_FIFO_ORDER, Property.TYPE_CAUSAL_ORDER):
         v = evidence(report, name)
         assert (v.events, v.processes, v.deliveries) == (("x1", "x2"), ("p",), (3, 4))
 
@@ -722,8 +738,8 @@ def test_type_local_order_holds() -> None:
 
 
 def test_type_local_order_violated_by_a_reactive_publisher() -> None:
-    report = verdict(local_log(("x2", "x1")), ["Type Local Order", "Type Causal Order"])
-    for name in ("Type Local Order", "Type Causal Order"):
+    report = verdict(local_log(("x2", "x1")), [Property.TYPE_LOCAL_ORDER, Property.TYPE_CAUSAL_ORDER])
+    for name in (Property.TYPE_LOCAL_ORDER, Property.TYPE_CAUSAL_ORDER):
         v = evidence(report, name)
         assert (v.events, v.processes, v.deliveries) == (("x1", "x2"), ("r", "p"), (2, 4, 5))
 
@@ -756,9 +772,9 @@ def test_type_causal_order_reports_fifo_first() -> None:
         dlv(6, "p", "x0"),
         dlv(7, "p", "x1"),
     )
-    report = verdict(log, ["Type FIFO Order", "Type Local Order", "Type Causal Order"])
-    assert evidence(report, "Type Causal Order") == evidence(report, "Type FIFO Order")
-    assert evidence(report, "Type Local Order").events == ("x1", "x2")
+    report = verdict(log, [Property.TYPE_FIFO_ORDER, Property.TYPE_LOCAL_ORDER, Property.TYPE_CAUSAL_ORDER])
+    assert evidence(report, Property.TYPE_CAUSAL_ORDER) == evidence(report, Property.TYPE_FIFO_ORDER)
+    assert evidence(report, Property.TYPE_LOCAL_ORDER).events == ("x1", "x2")
 
 
 # --- the papers' counterexamples through the engine --------------------------------------------
@@ -781,10 +797,10 @@ def theorem_6(disposal: str) -> RunLog:
 
 
 def test_theorem_6_fr_i_violates_type_total_and_fifo_order() -> None:
-    report = verdict(theorem_6("I"), ["Type Total Order", "Type FIFO Order", "Type Causal Order"])
-    total = evidence(report, "Type Total Order")
+    report = verdict(theorem_6("I"), [Property.TYPE_TOTAL_ORDER, Property.TYPE_FIFO_ORDER, Property.TYPE_CAUSAL_ORDER])
+    total = evidence(report, Property.TYPE_TOTAL_ORDER)
     assert (total.events, total.processes) == (("v'", "v"), ("p", "q"))
-    fifo = evidence(report, "Type FIFO Order")
+    fifo = evidence(report, Property.TYPE_FIFO_ORDER)
     assert (fifo.events, fifo.processes) == (("v", "v'"), ("p",))
 
 
@@ -809,10 +825,10 @@ def test_theorem_8_fr_ip_covering_agreement() -> None:
         ("n", ("x3", "x4")),
         ("w", ("x4", "x5", "z2")),
     ]
-    report = verdict(log, ["Event Validity", "Covering Agreement"])
-    cover = evidence(report, "Covering Agreement")
+    report = verdict(log, [Property.EVENT_VALIDITY, Property.COVERING_AGREEMENT])
+    cover = evidence(report, Property.COVERING_AGREEMENT)
     assert (cover.events, cover.processes) == (("x4", "x5", "z2"), ("w", "n"))
-    validity = evidence(report, "Event Validity")
+    validity = evidence(report, Property.EVENT_VALIDITY)
     assert validity.events[0] == "x3" and validity.processes == ("w",)
     assert "it was disposed" in validity.explanation
 
@@ -827,8 +843,8 @@ def test_fr_pi_covering_counterexample() -> None:
     processes = {"n": sub("T1.a = T2.a"), "w": sub("T1.a = T2.a and T3")}
     log = run_processes(TYPES, processes, PI_COVERING_EVENTS)
     assert [(d.process, d.relation) for d in log.delivered] == [("n", ("x2", "y2")), ("w", ("x1", "y1", "z"))]
-    report = verdict(log, ["Covering Agreement"])
-    v = evidence(report, "Covering Agreement")
+    report = verdict(log, [Property.COVERING_AGREEMENT])
+    v = evidence(report, Property.COVERING_AGREEMENT)
     assert (v.events, v.processes) == (("x1", "y1", "z"), ("w", "n"))
 
 

@@ -21,10 +21,10 @@ from faidecs.ordering.locaps.topology import (
     ppset,
     pub_stable,
 )
-from faidecs.properties import check
+from faidecs.properties import Property, check
 from faidecs.runs.runlog import RunLog
 
-GAPLESS = ["Gapless FIFO Delivery", "Gapless Causal Delivery"]
+GAPLESS = [Property.GAPLESS_FIFO_DELIVERY, Property.GAPLESS_CAUSAL_DELIVERY]
 
 
 def ev(time: float, publisher: str, event_id: str, type_name: str = "A") -> Publication:
@@ -146,8 +146,8 @@ def test_t_003_05_cascade_gives_gcd() -> None:
 
 def test_t_003_05_without_cascade_gcd_is_violated() -> None:
     report = check(cascade_log(cascade=False), GAPLESS)
-    assert report.violated() == ["Gapless Causal Delivery"]  # GFD holds: no gap per publisher
-    assert report.results["Gapless Causal Delivery"][0].events == ("e1", "e2")
+    assert report.violated() == [Property.GAPLESS_CAUSAL_DELIVERY]  # GFD holds: no gap per publisher
+    assert report.results[Property.GAPLESS_CAUSAL_DELIVERY][0].events == ("e1", "e2")
 
 
 def test_t_003_05_on_a_tree_the_cascade_is_not_needed() -> None:
@@ -208,8 +208,8 @@ def test_t_003_06_fig1_checker() -> None:
     a = check(fig1_log({"p1": 3, "p2": 2, "p3": 2}), GAPLESS)
     assert a.violated() == []
     b = check(fig1_log({"p1": 3, "p2": 1, "p3": 3}), GAPLESS)
-    assert b.violated() == ["Gapless Causal Delivery"]
-    assert b.results["Gapless Causal Delivery"][0].events == ("e2.1", "e3.2")
+    assert b.violated() == [Property.GAPLESS_CAUSAL_DELIVERY]
+    assert b.results[Property.GAPLESS_CAUSAL_DELIVERY][0].events == ("e2.1", "e3.2")
 
 
 # --- T-003-07: Fig. 2, single prefix, the pivot as proxy ------------------------------------------
@@ -393,7 +393,7 @@ def test_t_003_12_unaware_broker_makes_a_gap() -> None:
     ]
     report = check(RunLog.read([json.dumps(r) for r in records]), GAPLESS)
     assert report.violated() == GAPLESS
-    assert report.results["Gapless FIFO Delivery"][0].events == ("e1", "e2", "e3")
+    assert report.results[Property.GAPLESS_FIFO_DELIVERY][0].events == ("e1", "e2", "e3")
     # Alg. 1 does not deliver e1: starting-cut is ⊥ until the marker, so the events b1 sent
     # before it knew S are discarded even when another subscription pulls them to s's broker
     layer = LocapsLayer(LINE, {"p": "b1", "s": "b3", "o": "b3"}, link_delay=50.0, publishers=frozenset({"p"}))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from typing import Any
@@ -20,12 +21,12 @@ from faidecs.grammar import compile_program
 from faidecs.grammar.model import Subscription
 from faidecs.lab.measured import MEASURED_VIOLATIONS
 from faidecs.matching.events import Event
-from faidecs.matching.guarantees import PROPERTIES
+from faidecs.matching.guarantees import COMBINATIONS, PROPERTIES
 from faidecs.merging.roles import Role
 from faidecs.overlay.core.messages import Decision
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.sim.audit import expected_deliveries
-from faidecs.overlay.sim.generate import COMBINATIONS, random_deployment
+from faidecs.overlay.sim.generate import random_deployment
 from faidecs.overlay.sim.report import kept_properties, ok
 from faidecs.overlay.sim.scenario import Fault, FaultKind, Joiner, Scenario, SimConfig
 from faidecs.overlay.sim.simulator import SimResult, Simulation, simulate
@@ -409,6 +410,16 @@ def test_same_scenario_and_seed_reproduce_the_run_exactly() -> None:
     a, b = run(faulty_scenario(), seed=11), run(faulty_scenario(), seed=11)
     assert a.log.dumps() == b.log.dumps()
     assert a.messages == b.messages and a.leadership == b.leadership and a.end == b.end
+
+
+def test_a_seed_draws_the_combination_it_always_drew() -> None:
+    """random_deployment draws its combination from the one list in the simulator's own order
+    (by matching, then disposal), so a seed keeps giving the deployment it gave before."""
+    drawn = []
+    for seed in range(8):
+        first = next(iter(random_deployment(random.Random(seed)).subscribers.values()))
+        drawn.append("+".join(re.findall(r"matching (\w+), disposal (\w+)", first)[0]))
+    assert drawn == ["FRC+IP", "MRC+PI", "FRC+FP", "MRC+I", "FRC+IP", "MR+IP", "MR+PI", "MRC+IP"]
 
 
 def test_a_different_seed_gives_a_different_timing() -> None:

@@ -33,6 +33,7 @@ from strategies import (  # noqa: E402
 )
 
 from faidecs import Engine, SubscriptionNotFound
+from faidecs.properties import Property
 
 Delivered = tuple[str, int, tuple[str, ...]]  # (subscription, conjunction as written, ids)
 
@@ -109,9 +110,9 @@ def no_duplication_expected(sub: SubSpec, conj: ConjSpec) -> str | None:
     None: FP with FR or MR and several instances of a type, where even No Duplication' fails
     (see test_fp_no_duplication_prime_fr_mr)."""
     if sub.disposal != "FP" or all(inst.index == 0 for inst in conj.signature):
-        return "No Duplication"
+        return Property.NO_DUPLICATION
     if sub.matching in ("FRC", "MRC"):
-        return "No Duplication'"
+        return Property.NO_DUPLICATION_PRIME
     return None
 
 
@@ -152,9 +153,9 @@ def check_safety(program: ProgramSpec, stream: list[Event]) -> None:
     for (name, index), ids in per_conj.items():
         sub = subs[name]
         expected = no_duplication_expected(sub, sub.distinct()[index])
-        if expected == "No Duplication":
+        if expected == Property.NO_DUPLICATION:
             assert not _repeated(ids), f"{name}[{index}] {sub.matching}+{sub.disposal}: {sorted(_repeated(ids))} twice"
-        elif expected == "No Duplication'":
+        elif expected == Property.NO_DUPLICATION_PRIME:
             for (n2, i2, k), at_k in per_slot.items():
                 if (n2, i2) == (name, index):
                     assert not _repeated(at_k), f"{name}[{index}] slot {k}: {sorted(_repeated(at_k))} twice"

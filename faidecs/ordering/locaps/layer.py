@@ -45,7 +45,7 @@ class Subscribe:
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
+class PublishedEvent:
     publisher: str
     seq: int
     event_id: str
@@ -155,7 +155,7 @@ class LocapsLayer:
         self._seq[publisher] = seq + 1
         self.published[event_id] = (publisher, seq, topic)
         broker = self.brokers[self.attach[publisher]]
-        self._event(broker, Event(publisher, seq, event_id, topic), LOCAL)
+        self._event(broker, PublishedEvent(publisher, seq, event_id, topic), LOCAL)
 
     def subscribe(self, process: str, topics: frozenset[str]) -> None:
         if process in self.types:
@@ -198,7 +198,7 @@ class LocapsLayer:
     def _handler(self, name: str) -> Any:
         def handle(src: str, message: Any) -> None:
             broker = self.brokers[name]
-            if isinstance(message, Event):
+            if isinstance(message, PublishedEvent):
                 self._event(broker, message, src)
             elif isinstance(message, Marker):
                 self._marker(broker, message, src)
@@ -256,7 +256,7 @@ class LocapsLayer:
             if p not in cut:
                 cut[p] = MARK
 
-    def _event(self, broker: Broker, event: Event, src: str) -> None:
+    def _event(self, broker: Broker, event: PublishedEvent, src: str) -> None:
         broker.last_seq[event.publisher] = event.seq
         for link, subs in broker.routes.items():
             if link != src and link != LOCAL and any(event.topic in t for t in subs.values()):

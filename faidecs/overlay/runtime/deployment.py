@@ -42,7 +42,7 @@ from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Program, Subscription
 from faidecs.matching.records import Matcher
-from faidecs.merging.roles import Role, ancestry, conjunction_role, role_of, split_by_role
+from faidecs.merging.roles import Role, merger_roles, role_of, split_by_role
 from faidecs.net.certificates import check_process_name
 from faidecs.overlay.core.placement import place
 
@@ -236,11 +236,7 @@ class Deployment(BaseModel):
         """Every merger role: a root per type, and each subscriber's conjunctions' ancestries."""
         if self.ordering in ("sequencer", "raft"):
             return [self.sequencer_role]
-        roles: set[Role] = {role_of([t]) for t in self.compiled.types}
-        for name in self.subscribers:
-            for conj in self.subscription(name).conjunctions:
-                roles.update(ancestry(conjunction_role(conj)))
-        return sorted(roles, key=lambda r: (len(r), r))
+        return merger_roles(self.compiled.types, (self.subscription(name) for name in self.subscribers))
 
     def placement(self, role: Role) -> tuple[str, ...]:
         # Asked for every publication: placed once per role.

@@ -37,6 +37,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from faidecs.errors import FaidecsError
 from faidecs.ordering.latch.stamp import Stamp
 from faidecs.overlay.core.inputstage import InputStage, InputStamper, Latched, latch_config
 from faidecs.overlay.core.messages import Publish
@@ -55,7 +56,7 @@ _STAMP = struct.Struct(">Qdd")
 MAX_DATAGRAM = 65507
 
 
-class UdpError(Exception):
+class UdpError(FaidecsError):
     """A datagram that is dropped: ``kind`` is the rejected counter it goes to."""
 
     def __init__(self, kind: str, why: str) -> None:

@@ -10,27 +10,30 @@ from __future__ import annotations
 import random
 import re
 
+from faidecs.grammar.model import Disposal, Matching
 from faidecs.lab.generator import VALUES
 from faidecs.lab.generator import scenario as lab_scenario
 from faidecs.lab.scenario import TYPES_SOURCE
+from faidecs.matching.guarantees import COMBINATIONS, Combination
 from faidecs.merging.roles import role_of
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.sim.scenario import Fault, Joiner, Reaction, Scenario
 
-MATCHING = ("FR", "FRC", "MR", "MRC")
-DISPOSAL = ("I", "PI", "IP", "FP")
-COMBINATIONS = tuple(f"{m}+{d}" for m in MATCHING for d in DISPOSAL)
+_MATCHING_RANK = {m: k for k, m in enumerate((Matching.FR, Matching.FRC, Matching.MR, Matching.MRC))}
+#: The combinations in the order a random one is drawn from: by matching, then by disposal (the
+#: simulator's order from the start, so that a seed still gives the deployment it always gave).
+_DRAW_ORDER = tuple(sorted(COMBINATIONS, key=lambda c: (_MATCHING_RANK[c.matching], list(Disposal).index(c.disposal))))
 
 
 def random_deployment(
-    rng: random.Random, combination: str | None = None, *, faults: bool = True, staged: bool = False
+    rng: random.Random, combination: Combination | None = None, *, faults: bool = True, staged: bool = False
 ) -> Scenario:
     """A deployment under one matching+disposal combination (random when not given), every
     subscription ``covering staged`` with ``staged``."""
     lab = lab_scenario(rng)
-    matching, disposal = (combination or rng.choice(COMBINATIONS)).split("+")
+    chosen = combination if combination is not None else rng.choice(_DRAW_ORDER)
     extra = ", covering staged" if staged else ""
-    subscribers = {name: lab.subscription(name, matching, disposal, extra) for name, _ in lab.processes}
+    subscribers = {name: lab.subscription(name, chosen, extra) for name, _ in lab.processes}
     used = sorted({e[0] for e in lab.events} | {t for _, cs in lab.processes for c in cs for a in c for t in _types(a)})
     publishers = [f"pub{k}" for k in range(1, rng.randint(1, 3) + 1)]
     publications = []
@@ -55,7 +58,7 @@ def random_deployment(
 
 
 def random_marker_deployment(
-    rng: random.Random, combination: str | None = None, *, faults: bool = True, staged: bool = False
+    rng: random.Random, combination: Combination | None = None, *, faults: bool = True, staged: bool = False
 ) -> Scenario:
     """:func:`random_deployment` plus one or two joiners at a marker (LoCaPS), drawn after it from
     the same ``rng``: a copy of a subscriber's subscription (covered wherever that subscriber's
@@ -107,4 +110,4 @@ def random_faults(
     return out
 
 
-__all__ = ["COMBINATIONS", "random_deployment", "random_faults", "random_marker_deployment"]
+__all__ = ["random_deployment", "random_faults", "random_marker_deployment"]

@@ -11,22 +11,19 @@ from typing import Any
 
 from faidecs.grammar.model import Covering, Subscription
 from faidecs.lab.measured import MEASURED_VIOLATIONS, STAGED_VIOLATIONS
-from faidecs.matching.guarantees import PROPERTIES
+from faidecs.matching.guarantees import PROPERTIES, Combination, Property
 from faidecs.merging.roles import role_name
 from faidecs.overlay.sim.simulator import SimResult
 from faidecs.overlay.sim.topology import Topology
 from faidecs.properties import Report, check
 
 
-def kept_properties(subscriptions: Iterable[Subscription]) -> list[str]:
+def kept_properties(subscriptions: Iterable[Subscription]) -> list[Property]:
     """The properties every subscription's matching, disposal and covering options keep."""
-    lost: set[str] = set()
+    lost: set[Property] = set()
     for sub in subscriptions:
-        name = f"{sub.matching.value}+{sub.disposal.value}"
-        if sub.covering is Covering.STAGED:
-            lost.update(STAGED_VIOLATIONS[name + "+covering staged"])
-        else:
-            lost.update(MEASURED_VIOLATIONS[name])
+        table = STAGED_VIOLATIONS if sub.covering is Covering.STAGED else MEASURED_VIOLATIONS
+        lost.update(table[Combination(sub.matching, sub.disposal)])
     return [p for p in PROPERTIES if p not in lost]
 
 
@@ -37,7 +34,7 @@ def topology_of(result: SimResult, subscriptions: dict[str, Subscription]) -> To
     )
 
 
-def judge(result: SimResult, subscriptions: dict[str, Subscription]) -> tuple[Report, list[str], list[str]]:
+def judge(result: SimResult, subscriptions: dict[str, Subscription]) -> tuple[Report, list[Property], list[Property]]:
     """The property report, the properties that must hold, and those of them violated."""
     report = check(result.log)
     kept = kept_properties(subscriptions.values())

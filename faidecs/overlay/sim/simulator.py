@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from faidecs.errors import EventError
+from faidecs.errors import EventError, FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Subscription
 from faidecs.matching.events import Event, EventValidator
-from faidecs.merging.roles import Role, ancestry, conjunction_role, is_root, role_name, role_of
+from faidecs.merging.roles import Role, is_root, merger_roles, role_name, role_of
 from faidecs.ordering.latch.receiver import LatchStats
 from faidecs.overlay.core.coordination import SimulatedCoordination
 from faidecs.overlay.core.host import ServerHost
@@ -40,7 +40,7 @@ from faidecs.runs.runlog import Notified, Published, RunLog, RunRecorder
 COORDINATOR = "coordinator"
 
 
-class SimulationError(RuntimeError):
+class SimulationError(FaidecsError, RuntimeError):
     """A simulated run that could not go on; the message names the seed that reproduces it."""
 
 
@@ -118,11 +118,7 @@ class Simulation:
                 raise ValueError(f"process {name}: give exactly one subscription")
             self.subscriptions[name] = program.subscriptions[0]
         self.servers = [f"m{k}" for k in range(1, scenario.servers + 1)]
-        roles: set[Role] = {role_of([t]) for t in self.types}
-        for sub in self.subscriptions.values():
-            for conj in sub.conjunctions:
-                roles.update(ancestry(conjunction_role(conj)))
-        self.roles = sorted(roles, key=lambda r: (len(r), r))
+        self.roles = merger_roles(self.types, self.subscriptions.values())
         replicas = config.replicas
 
         @cache
@@ -182,7 +178,7 @@ class Simulation:
         if path is not None:
             latch = latch_config(path.latch.p_t, path.latch.late) if path.latch is not None else None
             self.stages = {s: InputStage(latch) for s in self.servers}
-            for server, reps in self.replicas.items():
+            for reps in self.replicas.values():
                 for role, r in reps.items():
                     if is_root(role):
                         r.lossy_inputs = True

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from faidecs.grammar.model import Subscription
-from faidecs.merging.roles import Role, ancestry, conjunction_role, is_root, parents, role_name, role_of
+from faidecs.merging.roles import Role, conjunction_role, is_root, merger_roles, parents, role_name
 from faidecs.overlay.core.placement import DEFAULT_REPLICAS, place
 
 
@@ -28,14 +28,8 @@ class Topology:
         replicas: int = DEFAULT_REPLICAS,
         leaders: Mapping[Role, tuple[str, int]] | None = None,
     ) -> Topology:
-        roles: set[Role] = {role_of([t]) for t in types}
-        reads: dict[str, list[Role]] = {}
-        for name, sub in subscriptions.items():
-            mine = sorted({conjunction_role(c) for c in sub.conjunctions})
-            reads[name] = mine
-            for role in mine:
-                roles.update(ancestry(role))
-        ordered = sorted(roles, key=lambda r: (len(r), r))
+        reads = {name: sorted({conjunction_role(c) for c in sub.conjunctions}) for name, sub in subscriptions.items()}
+        ordered = merger_roles(types, subscriptions.values())
         return Topology(ordered, {r: place(r, servers, replicas) for r in ordered}, reads, dict(leaders or {}))
 
     def edges(self) -> list[tuple[str, str, str]]:
@@ -73,9 +67,8 @@ class Topology:
         lines = ["digraph faidecs {", "  rankdir=TB;", '  node [shape=box, fontname="Helvetica"];']
         for role in self.roles:
             label = self.label(role).replace("\n", "\\n")
-            lines.append(
-                f'  "{role_name(role)}" [label="{label}"{", style=filled, fillcolor=lightgrey" if is_root(role) else ""}];'
-            )
+            fill = ", style=filled, fillcolor=lightgrey" if is_root(role) else ""
+            lines.append(f'  "{role_name(role)}" [label="{label}"{fill}];')
         for name in sorted(self.subscribers):
             lines.append(f'  "{name}" [shape=ellipse];')
         style = {"left": "solid", "right": "dashed", "subscriber": "dotted"}
