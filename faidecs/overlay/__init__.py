@@ -6,7 +6,10 @@ deterministic simulator that runs them (docs/overlay.md).
 ...     Scenario(
 ...         "type A(x: int)\\ntype B(x: int)\\n",
 ...         {"s1": "subscription S1: A and B", "s2": "subscription S2: A and B"},
-...         [(0, "pub", {"id": "a1", "type": "A", "attrs": {"x": 1}}), (5, "pub", {"id": "b1", "type": "B", "attrs": {"x": 2}})],
+...         [
+...             (0, "pub", {"id": "a1", "type": "A", "attrs": {"x": 1}}),
+...             (5, "pub", {"id": "b1", "type": "B", "attrs": {"x": 2}}),
+...         ],
 ...     ),
 ...     SimConfig(seed=1, matcher="reference"),
 ... )
