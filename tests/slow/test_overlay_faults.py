@@ -552,10 +552,10 @@ def test_core_a_restarted_replica_must_not_make_a_majority_with_its_empty_log() 
     after = trio.order("y")
     # x is dead and z forgot: only y's (incomplete) log is left, so the safe outcome is that y
     # cannot recover (no majority with a log) and commits nothing, rather than another order.
-    assert after[: len(before)] == before or (after == [] and trio.replicas["y"].status == "recovering"), (
+    assert after[: len(before)] == before or (after == [] and trio.replicas["y"].log.status == "recovering"), (
         f"committed {before}, after the failover {after}"
     )
-    assert not trio.replicas["z"].amnesic or trio.replicas["z"].status != "normal"
+    assert not trio.replicas["z"].amnesic or trio.replicas["z"].log.status != "normal"
 
 
 def test_core_a_consumer_reading_from_a_trimmed_position_must_not_break_the_replica() -> None:
@@ -571,7 +571,7 @@ def test_core_a_consumer_reading_from_a_trimmed_position_must_not_break_the_repl
     for k in range(3):
         trio.publish("p", k, _ev(f"e{k}"), now=1)
     trio.to("x", Ack(ROOT, child, "c1", 3), "c1", now=5)
-    assert x.trimmed == 3 and not trio.errors
+    assert x.consumers.trimmed == 3 and not trio.errors
     try:
         x.handle("c1", Connect(ROOT, child, "c1", -1), 6)
     except ProtocolError:
@@ -599,7 +599,7 @@ def test_core_a_follower_that_missed_a_decision_catches_up() -> None:
         for p in TRIO:
             for dst, msg in trio.replicas[p].tick(now):
                 trio.to(dst, msg, p, now)
-    assert trio.replicas["y"].commit == trio.replicas["x"].commit == 5, trio.errors[:1]
+    assert trio.replicas["y"].log.commit == trio.replicas["x"].log.commit == 5, trio.errors[:1]
 
 
 def test_core_a_joiner_logs_the_time_of_its_peers_snapshot(tmp_path: Path) -> None:

@@ -340,9 +340,9 @@ class Node:
         assert self.host is not None
         for role, r in self.host.replicas.items():
             seen = self.epochs.get(role)
-            if seen is None or seen["epoch"] != r.epoch:
-                self.epochs[role] = {"epoch": r.epoch, "epoch_at": time.time(), "commit_then": r.commit}
-            elif "first_commit_at" not in seen and r.commit > seen["commit_then"] and r.is_leading():
+            if seen is None or seen["epoch"] != r.log.epoch:
+                self.epochs[role] = {"epoch": r.log.epoch, "epoch_at": time.time(), "commit_then": r.log.commit}
+            elif "first_commit_at" not in seen and r.log.commit > seen["commit_then"] and r.is_leading():
                 seen["first_commit_at"] = time.time()
 
     # --- publishing ---------------------------------------------------------------------------
@@ -420,15 +420,15 @@ class Node:
             out["mergers"] = [
                 {
                     "role": role_name(r.role),
-                    "leader": r.leader,
-                    "epoch": r.epoch,
-                    "status": r.status,
-                    "log": len(r.decisions),
-                    "commit": r.commit,
+                    "leader": r.log.leader,
+                    "epoch": r.log.epoch,
+                    "status": r.log.status,
+                    "log": len(r.log.decisions),
+                    "commit": r.log.commit,
                     "buffered": r.buffered(),
-                    "stale_rejected": r.stale_rejected,
-                    "late_inputs": r.late_inputs,
-                    "fetches": r.fetches,
+                    "stale_rejected": r.log.stale_rejected,
+                    "late_inputs": r.inputs.late_inputs,
+                    "fetches": r.inputs.fetches,
                     **self.epochs.get(r.role, {}),
                 }
                 for r in self.host.replicas.values()

@@ -89,7 +89,7 @@ class SimResult:
         return out
 
     def stale_rejected(self) -> int:
-        return sum(r.stale_rejected for reps in self.replicas.values() for r in reps.values())
+        return sum(r.log.stale_rejected for reps in self.replicas.values() for r in reps.values())
 
     def log_of(self, role: Role) -> list[Decision]:
         """The committed stream of ``role``: the longest committed log among its replicas."""
@@ -182,7 +182,7 @@ class Simulation:
         if path is not None:
             latch = latch_config(path.latch.p_t, path.latch.late) if path.latch is not None else None
             self.stages = {s: InputStage(latch) for s in self.servers}
-            for server, reps in self.replicas.items():
+            for reps in self.replicas.values():
                 for role, r in reps.items():
                     if is_root(role):
                         r.lossy_inputs = True
