@@ -228,65 +228,50 @@ class MergerReplica:
         return out
 
     def handle(self, sender: str, msg: Message, now: int) -> list[Send]:
-        if isinstance(msg, Publish):
-            return self._item(msg.publisher, msg.seq, msg.event, now)
-        if isinstance(msg, Forward):
-            return self._upstream(msg, now)
-        if isinstance(msg, Decide):
-            return self._on_decide(sender, msg, now)
-        if isinstance(msg, Holds):
-            return self._on_holds(msg, now)
-        if isinstance(msg, Commit):
-            if msg.epoch == self.log.epoch and self.log.status == "normal":
-                return self._set_commit(min(msg.commit, len(self.log.decisions) - 1), now)
-            return []
-        if isinstance(msg, LeaderChange):
-            return self._on_leader_change(msg, now)
-        if isinstance(msg, EpochQuery):
-            return self._on_epoch_query(msg)
-        if isinstance(msg, EpochState):
-            return self._on_epoch_state(msg, now)
-        if isinstance(msg, NewLog):
-            return self._on_new_log(sender, msg, now)
-        if isinstance(msg, Register):
-            return self._on_register(msg, now)
-        if isinstance(msg, Connect):
-            if msg.after < self.consumers.trimmed:
-                # Positions after ``after`` were dropped here: serving the link would fail. The
-                # consumer reads another replica (or, restarted, adopts a log first).
-                self.consumers.refused_connects += 1
+        match msg:
+            case Publish():
+                return self._item(msg.publisher, msg.seq, msg.event, now)
+            case Forward():
+                return self._upstream(msg, now)
+            case Decide():
+                return self._on_decide(sender, msg, now)
+            case Holds():
+                return self._on_holds(msg, now)
+            case Commit():
+                if msg.epoch == self.log.epoch and self.log.status == "normal":
+                    return self._set_commit(min(msg.commit, len(self.log.decisions) - 1), now)
                 return []
-            self.consumers.links[(msg.consumer, msg.process)] = _Link(msg.consumer, msg.process, msg.after)
-            self.consumers.acks[(msg.consumer, msg.process)] = max(
-                self.consumers.acks.get((msg.consumer, msg.process), -1), msg.after
-            )
-            return self._forward(now)
-        if isinstance(msg, MarkerRequest):
-            return self._on_marker_request(msg, now)
-        if isinstance(msg, Fetch):
-            return self._on_fetch(msg)
-        if isinstance(msg, Disconnect):
-            # Sent to every replica: a consumer that left must not hold back dropping payloads.
-            self.consumers.links.pop((msg.consumer, msg.process), None)
-            self.consumers.acks.pop((msg.consumer, msg.process), None)
-            self._trim(now)
-            return []
-        if isinstance(msg, Ack):
-            k = (msg.consumer, msg.process)
-            self.consumers.acks[k] = max(self.consumers.acks.get(k, -1), msg.position)
-            self._trim(now)
-            return []
-        if isinstance(msg, Down):
-            return self._on_down(msg.process, now)
-        if isinstance(msg, Up):
-            self.down.discard(msg.process)
-            if self.is_leading() and msg.process in self.replicas and msg.process != self.me:
-                # It may have restarted with nothing, or missed decisions while thought down.
-                return [(msg.process, NewLog(self.role, self.log.epoch, tuple(self.log.decisions), self.log.commit))]
-            if msg.process == self.me:  # our session had expired: upstream dropped our links
-                return [m for side in self.upstream.sides for m in self._read_from(side, now)]
-            # A parent whose replicas were all down is read again as soon as one is back.
-            return [m for side, r in self.upstream.reading.items() if r is None for m in self._read_from(side, now)]
+            case LeaderChange():
+                return self._on_leader_change(msg, now)
+            case EpochQuery():
+                return self._on_epoch_query(msg)
+            case EpochState():
+                return self._on_epoch_state(msg, now)
+            case NewLog():
+                return self._on_new_log(sender, msg, now)
+            case Register():
+                return self._on_register(msg, now)
+            case Connect():
+                return self._on_connect(msg, now)
+            case MarkerRequest():
+                return self._on_marker_request(msg, now)
+            case Fetch():
+                return self._on_fetch(msg)
+            case Disconnect():
+                # Sent to every replica: a consumer that left must not hold back dropping payloads.
+                self.consumers.links.pop((msg.consumer, msg.process), None)
+                self.consumers.acks.pop((msg.consumer, msg.process), None)
+                self._trim(now)
+                return []
+            case Ack():
+                acks, k = self.consumers.acks, (msg.consumer, msg.process)
+                acks[k] = max(acks.get(k, -1), msg.position)
+                self._trim(now)
+                return []
+            case Down():
+                return self._on_down(msg.process, now)
+            case Up():
+                return self._on_up(msg.process, now)
         raise ProtocolError(f"{role_name(self.role)} at {self.me}: unexpected {type(msg).__name__}")
 
     def tick(self, now: int) -> list[Send]:
@@ -688,6 +673,17 @@ class MergerReplica:
                 out += self._read_from(side, now)
         return out
 
+    def _on_up(self, process: str, now: int) -> list[Send]:
+        self.down.discard(process)
+        if self.is_leading() and process in self.replicas and process != self.me:
+            # It may have restarted with nothing, or missed decisions while thought down.
+            return [(process, NewLog(self.role, self.log.epoch, tuple(self.log.decisions), self.log.commit))]
+        up = self.upstream
+        if process == self.me:  # our session had expired: upstream dropped our links
+            return [m for side in up.sides for m in self._read_from(side, now)]
+        # A parent whose replicas were all down is read again as soon as one is back.
+        return [m for side, r in up.reading.items() if r is None for m in self._read_from(side, now)]
+
     # --- inputs a lossy path lost (lossy_inputs) ----------------------------------------------------
 
     def held(self) -> int:
@@ -732,6 +728,18 @@ class MergerReplica:
         return [(msg.replica, Publish(d.source, d.key, payload))]
 
     # --- downstream -----------------------------------------------------------------------------
+
+    def _on_connect(self, msg: Connect, now: int) -> list[Send]:
+        consumers = self.consumers
+        if msg.after < consumers.trimmed:
+            # Positions after ``after`` were dropped here: serving the link would fail. The
+            # consumer reads another replica (or, restarted, adopts a log first).
+            consumers.refused_connects += 1
+            return []
+        k = (msg.consumer, msg.process)
+        consumers.links[k] = _Link(msg.consumer, msg.process, msg.after)
+        consumers.acks[k] = max(consumers.acks.get(k, -1), msg.after)
+        return self._forward(now)
 
     def _forward(self, now: int) -> list[Send]:
         out: list[Send] = []
