@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from faidecs.errors import FaidecsError
 from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter, union_all
 from faidecs.merging.roles import Role, is_root, parents, role_name
@@ -71,8 +72,10 @@ LinkKey = tuple[str, str]  # (consumer, process)
 Status = Literal["waiting", "recovering", "normal"]
 
 
-class ProtocolError(RuntimeError):
-    """A replica reached a state the protocol rules out: a bug, never bad input."""
+class ProtocolError(FaidecsError, RuntimeError):
+    """A replica reached a state the protocol rules out, or got a message it cannot place: a
+    bug (its own or a peer's), never bad input. A :class:`FaidecsError` like every error faidecs
+    raises, and still a :class:`RuntimeError`, as it was."""
 
 
 @dataclass(slots=True)

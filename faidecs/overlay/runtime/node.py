@@ -34,7 +34,7 @@ from faidecs.net.transport import Transport
 from faidecs.overlay.core.admission import inconsistency
 from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.messages import Ack, Commit, Down, Holds, Message, Publish, Send
-from faidecs.overlay.core.replica import MergerReplica, ProtocolError
+from faidecs.overlay.core.replica import MergerReplica
 from faidecs.overlay.core.subscriber import SubscriberClient
 from faidecs.overlay.runtime.codec import OVERLAY_CODEC, RelayingCodec
 from faidecs.overlay.runtime.deployment import Deployment
@@ -315,7 +315,7 @@ class Node:
                 self._send(self.host.handle(src, msg, now))
             elif self.client is not None:
                 self._send(self.client.handle(src, msg, now))
-        except (ProtocolError, FaidecsError) as exc:
+        except FaidecsError as exc:  # a ProtocolError too
             # A message the core cannot place (a peer's bug or a stale sender) or a peer's state
             # that does not restore: logged and counted; the process goes on.
             self.protocol_errors += 1
