@@ -31,7 +31,7 @@ from faidecs.net.processlog import ProcessLog
 from faidecs.overlay.core.messages import Ack, Connect, Decide, Down, LeaderChange, Message, Publish, Register, Up
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
 from faidecs.overlay.runtime.launcher import LaunchError, LocalDeployment
-from faidecs.overlay.runtime.node import Node
+from faidecs.overlay.runtime.node import SubscriberNode
 from faidecs.overlay.sim.report import kept_properties
 from faidecs.properties import check
 from faidecs.runs.processes import run_processes
@@ -413,7 +413,7 @@ def test_subscriber_joins_from_a_peer_mid_stream(tmp_path: Path, zookeeper: str)
     early = _check_joiner(log, by, "s2", "s1")
     assert by["s2"] and len(by["s2"]) < len(by["s1"])
     if early:
-        # Node.joined (node.py) stamps the join when the peer's state arrives, not when the peer
+        # SubscriberNode.joined (node.py) stamps the join when the peer's state arrives, not when the peer
         # took it (the marker it is given): deliveries of s1 in between are s2's too.
         print(f"the log's join time is late: s2 also delivered {early} relation(s) s1 delivered before it")
 
@@ -610,7 +610,7 @@ def test_core_a_joiner_logs_the_time_of_its_peers_snapshot(tmp_path: Path) -> No
     log = ProcessLog(tmp_path / "s2.runlog", "type A(x: int)\ntype B(x: int)\n", "s2", "subscription S: A and B")
     marker = time.time_ns() - 10**9  # the peer took its snapshot a second ago
     node = SimpleNamespace(d=SimpleNamespace(subscribers={"s2": SimpleNamespace(start="later")}), log=log)
-    Node.joined(node, "s2", "s1", marker)  # type: ignore[arg-type]
+    SubscriberNode.joined(node, "s2", "s1", marker)  # type: ignore[arg-type]
     log.close()
     joined = RunLog.read((tmp_path / "s2.runlog").read_text().splitlines()).joined
     assert joined == {"s2": (marker, "s1")}
