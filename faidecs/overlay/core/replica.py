@@ -79,7 +79,9 @@ class ProtocolError(FaidecsError, RuntimeError):
 
 
 @dataclass(slots=True)
-class _Link:
+class Link:
+    """One consumer's stream from this replica, to one process."""
+
     consumer: str
     process: str
     sent: int  # last position examined for this link
@@ -130,7 +132,7 @@ class Inputs:
 class Consumers:
     """Who reads the role's committed stream from this replica, from where, and with what filter."""
 
-    links: dict[LinkKey, _Link] = field(default_factory=dict)
+    links: dict[LinkKey, Link] = field(default_factory=dict)
     acks: dict[LinkKey, int] = field(default_factory=dict)  # the last position each acknowledged
     marks: dict[str, list[tuple[int, Filter, str]]] = field(
         default_factory=dict
@@ -155,6 +157,7 @@ class Upstream:
 
     @classmethod
     def of(cls, role: Role) -> Upstream:
+        """Nothing read yet: a conjunction merger's two parents, a root's none."""
         if is_root(role):
             return cls()
         left, right = parents(role)
@@ -197,7 +200,7 @@ class MergerReplica:
         replica, so it asks its peers for the payload of each committed position it lacks
         (:class:`Fetch`, once per ``retry_every``) instead of waiting for it for ever.
         ``fifo_inputs``: the leader never decides a publisher's event below one of that
-        publisher's it already decided (a late input, counted in ``late_inputs`` and never
+        publisher's it already decided (a late input, counted in ``inputs.late_inputs`` and never
         ordered), so the decided events of each publisher stay in seq order across leader changes
         too. Both are off on the overlay's own reliable FIFO links, where they change nothing."""
         self.role = role
@@ -522,7 +525,7 @@ class MergerReplica:
                 return out
             after = marker = found
             out.append((msg.process, MarkerReply(self.role, msg.consumer, found, self._ts_at(found), True)))
-        consumers.links[k] = _Link(msg.consumer, msg.process, after, filter=msg.filter, marker=marker)
+        consumers.links[k] = Link(msg.consumer, msg.process, after, filter=msg.filter, marker=marker)
         consumers.acks[k] = max(consumers.acks.get(k, -1), after)
         return out + self._forward(now)
 
@@ -740,7 +743,7 @@ class MergerReplica:
             consumers.refused_connects += 1
             return []
         k = (msg.consumer, msg.process)
-        consumers.links[k] = _Link(msg.consumer, msg.process, msg.after)
+        consumers.links[k] = Link(msg.consumer, msg.process, msg.after)
         consumers.acks[k] = max(consumers.acks.get(k, -1), msg.after)
         return self._forward(now)
 
@@ -761,7 +764,7 @@ class MergerReplica:
         self._trim(now)
         return out
 
-    def _forward_link(self, link: _Link, now: int) -> list[Send]:
+    def _forward_link(self, link: Link, now: int) -> list[Send]:
         out: list[Send] = []
         decisions, commit, items = self.log.decisions, self.log.commit, self.inputs.items
         while link.sent < commit:
@@ -817,4 +820,4 @@ class MergerReplica:
         return self.log.decisions[: self.log.commit + 1]
 
 
-__all__ = ["Consumers", "Inputs", "MergerReplica", "Placement", "ProtocolError", "ReplicatedLog", "Upstream"]
+__all__ = ["Consumers", "Inputs", "Link", "MergerReplica", "Placement", "ProtocolError", "ReplicatedLog", "Upstream"]
