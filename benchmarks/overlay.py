@@ -93,8 +93,8 @@ def failover(args: argparse.Namespace) -> list[dict[str, Any]]:
             assert not result.gaps, [g.describe() for g in result.gaps]
             new_leader, epoch = result.leadership[role]
             replica = result.replicas[new_leader][role]
-            first = next(d.position for d in replica.decisions if d.epoch == epoch)
-            failovers.append(replica.committed_at[first] - (result.gate + crash_at))
+            first = next(d.position for d in replica.log.decisions if d.epoch == epoch)
+            failovers.append(replica.log.committed_at[first] - (result.gate + crash_at))
             stalls.append(max(latencies(result, "s")) - statistics.median(latencies(calm, "s")))
         rows.append(
             {
@@ -133,9 +133,9 @@ def traffic(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "events_in_conjunction_merger": sum(1 for d in merged if d.kind == "event"),
             }
         )
+        merged_events = rows[-1]["events_in_conjunction_merger"]
         print(
-            f"  {label}: {rows[-1]['total']} messages per event;"
-            f" ⊔[A,B] merged {rows[-1]['events_in_conjunction_merger']} of {args.events} events"
+            f"  {label}: {rows[-1]['total']} messages per event; ⊔[A,B] merged {merged_events} of {args.events} events"
         )
     return rows
 

@@ -30,7 +30,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def cmd_node(args: argparse.Namespace) -> int:
     from faidecs.overlay.runtime.deployment import load_deployment
-    from faidecs.overlay.runtime.node import Node
+    from faidecs.overlay.runtime.node import open_node
 
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.process} %(levelname)s %(message)s")
     run_dir = Path(args.run_dir)
@@ -41,7 +41,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         return 2
     for sub in ("logs", "status"):
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
-    node = Node(deployment, args.process, zookeeper, log_dir=run_dir / "logs", status_dir=run_dir / "status")
+    node = open_node(deployment, args.process, zookeeper, log_dir=run_dir / "logs", status_dir=run_dir / "status")
     profile = os.environ.get("FAIDECS_PROFILE")  # a folder: where each process leaves its cProfile stats
     if profile:
         import cProfile

@@ -31,7 +31,7 @@ from faidecs.net.processlog import ProcessLog
 from faidecs.overlay.core.messages import Ack, Connect, Decide, Down, LeaderChange, Message, Publish, Register, Up
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
 from faidecs.overlay.runtime.launcher import LaunchError, LocalDeployment
-from faidecs.overlay.runtime.node import Node
+from faidecs.overlay.runtime.node import SubscriberNode
 from faidecs.overlay.sim.report import kept_properties
 from faidecs.properties import Property, check
 from faidecs.runs.processes import run_processes
@@ -413,7 +413,7 @@ def test_subscriber_joins_from_a_peer_mid_stream(tmp_path: Path, zookeeper: str)
     early = _check_joiner(log, by, "s2", "s1")
     assert by["s2"] and len(by["s2"]) < len(by["s1"])
     if early:
-        # Node.joined (node.py) stamps the join when the peer's state arrives, not when the peer
+        # SubscriberNode.joined (node.py) stamps the join when the peer's state arrives, not when the peer
         # took it (the marker it is given): deliveries of s1 in between are s2's too.
         print(f"the log's join time is late: s2 also delivered {early} relation(s) s1 delivered before it")
 
@@ -552,10 +552,10 @@ def test_core_a_restarted_replica_must_not_make_a_majority_with_its_empty_log() 
     after = trio.order("y")
     # x is dead and z forgot: only y's (incomplete) log is left, so the safe outcome is that y
     # cannot recover (no majority with a log) and commits nothing, rather than another order.
-    assert after[: len(before)] == before or (after == [] and trio.replicas["y"].status == "recovering"), (
+    assert after[: len(before)] == before or (after == [] and trio.replicas["y"].log.status == "recovering"), (
         f"committed {before}, after the failover {after}"
     )
-    assert not trio.replicas["z"].amnesic or trio.replicas["z"].status != "normal"
+    assert not trio.replicas["z"].amnesic or trio.replicas["z"].log.status != "normal"
 
 
 def test_core_a_consumer_reading_from_a_trimmed_position_must_not_break_the_replica() -> None:
@@ -571,7 +571,7 @@ def test_core_a_consumer_reading_from_a_trimmed_position_must_not_break_the_repl
     for k in range(3):
         trio.publish("p", k, _ev(f"e{k}"), now=1)
     trio.to("x", Ack(ROOT, child, "c1", 3), "c1", now=5)
-    assert x.trimmed == 3 and not trio.errors
+    assert x.consumers.trimmed == 3 and not trio.errors
     try:
         x.handle("c1", Connect(ROOT, child, "c1", -1), 6)
     except ProtocolError:
@@ -599,7 +599,7 @@ def test_core_a_follower_that_missed_a_decision_catches_up() -> None:
         for p in TRIO:
             for dst, msg in trio.replicas[p].tick(now):
                 trio.to(dst, msg, p, now)
-    assert trio.replicas["y"].commit == trio.replicas["x"].commit == 5, trio.errors[:1]
+    assert trio.replicas["y"].log.commit == trio.replicas["x"].log.commit == 5, trio.errors[:1]
 
 
 def test_core_a_joiner_logs_the_time_of_its_peers_snapshot(tmp_path: Path) -> None:
@@ -610,7 +610,7 @@ def test_core_a_joiner_logs_the_time_of_its_peers_snapshot(tmp_path: Path) -> No
     log = ProcessLog(tmp_path / "s2.runlog", "type A(x: int)\ntype B(x: int)\n", "s2", "subscription S: A and B")
     marker = time.time_ns() - 10**9  # the peer took its snapshot a second ago
     node = SimpleNamespace(d=SimpleNamespace(subscribers={"s2": SimpleNamespace(start="later")}), log=log)
-    Node.joined(node, "s2", "s1", marker)  # type: ignore[arg-type]
+    SubscriberNode.joined(node, "s2", "s1", marker)  # type: ignore[arg-type]
     log.close()
     joined = RunLog.read((tmp_path / "s2.runlog").read_text().splitlines()).joined
     assert joined == {"s2": (marker, "s1")}

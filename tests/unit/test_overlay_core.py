@@ -381,7 +381,7 @@ def test_first_epoch_installs_an_empty_log_everywhere() -> None:
     leader = servers[0]
     for p in servers:
         r = rep(pump, p)
-        assert (r.epoch, r.leader, r.status, r.commit, r.decisions) == (1, leader, "normal", -1, [])
+        assert (r.log.epoch, r.log.leader, r.log.status, r.log.commit, r.log.decisions) == (1, leader, "normal", -1, [])
     assert rep(pump, leader).is_leading()
     assert not any(rep(pump, p).is_leading() for p in servers[1:])
 
@@ -403,7 +403,7 @@ def test_publication_is_decided_by_the_leader_and_committed_by_a_majority() -> N
     assert decides and all(s == servers[0] for s, _, m in pump.delivered if isinstance(m, Decide))
     # the same publication again (a publisher retrying) is not decided twice
     publish(pump, ("A",), "pub", 1, ev("a2", "A", 4))
-    assert len(rep(pump, servers[0]).decisions) == 2
+    assert len(rep(pump, servers[0]).log.decisions) == 2
 
 
 def test_commit_with_one_follower_holding() -> None:
@@ -412,10 +412,10 @@ def test_commit_with_one_follower_holding() -> None:
     leader, f1, f2 = servers
     pump.drop = lambda src, dest, msg: isinstance(msg, Holds) and src == f2
     publish(pump, ("A",), "pub", 0, ev("a1", "A", 3))
-    assert rep(pump, leader).commit == 0
+    assert rep(pump, leader).log.commit == 0
     pump.tick()
     assert [m for _, d, m in pump.delivered if d == f2 and isinstance(m, Commit)] == [Commit(("A",), 1, 0)]
-    assert rep(pump, f1).commit == rep(pump, f2).commit == 0
+    assert rep(pump, f1).log.commit == rep(pump, f2).log.commit == 0
     # the next tick has nothing new to tell
     pump.tick()
     assert len([m for _, _, m in pump.delivered if isinstance(m, Commit)]) == 2
@@ -433,9 +433,9 @@ def test_no_commit_without_a_majority() -> None:
     pump.run()
     publish(pump, ("A",), "pub", 0, ev("a1", "A", 3))
     pump.tick()
-    assert len(rep(pump, leader).decisions) == 2  # the mark and the event
-    assert all(rep(pump, p).commit == -1 for p in servers)
-    assert all(len(rep(pump, p).decisions) == 2 for p in servers)  # followers hold them
+    assert len(rep(pump, leader).log.decisions) == 2  # the mark and the event
+    assert all(rep(pump, p).log.commit == -1 for p in servers)
+    assert all(len(rep(pump, p).log.decisions) == 2 for p in servers)  # followers hold them
     assert "c1" not in pump.outbox
 
 
@@ -470,7 +470,7 @@ def test_subscriber_consumer_gets_its_filtered_stream_after_its_mark(reader: int
     for p in servers:
         pump.to(p, Register(("A",), key, "c1", f), src="c1")
     pump.run()
-    assert [d.kind for d in rep(pump, servers[0]).decisions].count("mark") == 1
+    assert [d.kind for d in rep(pump, servers[0]).log.decisions].count("mark") == 1
     assert rep(pump, servers[reader]).filter_at(key, 0) is None
     assert rep(pump, servers[reader]).filter_at(key, 1) == f
 
@@ -543,7 +543,7 @@ def test_a_leaver_does_not_hold_back_dropping_payloads() -> None:
     for seq in range(1, 20):
         publish(pump, ("A",), "pub", seq, ev(f"a{seq}", "A", seq))
     pump.tick()
-    ack_all(pump, k2, "c2", rep(pump, reader).commit)  # the only live consumer has everything
+    ack_all(pump, k2, "c2", rep(pump, reader).log.commit)  # the only live consumer has everything
     pump.tick()
     assert rep(pump, reader).buffered() == 0, f"{rep(pump, reader).buffered()} payloads kept for c1, who left"
 
@@ -577,11 +577,11 @@ def test_decide_of_an_older_epoch_is_rejected() -> None:
     assert follower.handle(f1, LeaderChange(("A",), f1, 2), 0) == []
     stale = Decide(("A",), 1, Decision(1, 1, 0, "event", "pub", 1), 0)
     assert follower.handle(leader, stale, 0) == []
-    assert follower.stale_rejected == 1
-    assert len(follower.decisions) == 1
+    assert follower.log.stale_rejected == 1
+    assert len(follower.log.decisions) == 1
     # an older leader change is ignored too
     follower.handle("zk", LeaderChange(("A",), leader, 1), 0)
-    assert (follower.epoch, follower.leader) == (2, f1)
+    assert (follower.log.epoch, follower.log.leader) == (2, f1)
 
 
 def test_new_leader_recovers_the_committed_log_from_a_majority() -> None:
@@ -593,9 +593,9 @@ def test_new_leader_recovers_the_committed_log_from_a_majority() -> None:
     pump.drop = lambda src, dest, msg: src == old and dest == nxt
     publish(pump, ("A",), "pub", 0, ev("a1", "A", 3))
     publish(pump, ("A",), "pub", 1, ev("a2", "A", 4))
-    assert rep(pump, old).commit == 1
-    assert len(rep(pump, other).decisions) == 2  # it may not know yet that both are committed
-    assert rep(pump, nxt).decisions == []
+    assert rep(pump, old).log.commit == 1
+    assert len(rep(pump, other).log.decisions) == 2  # it may not know yet that both are committed
+    assert rep(pump, nxt).log.decisions == []
     committed = rep(pump, old).committed()
 
     # the old leader crashes: nothing reaches it or leaves it
@@ -604,7 +604,7 @@ def test_new_leader_recovers_the_committed_log_from_a_majority() -> None:
         pump.to(p, LeaderChange(("A",), nxt, 2))
     pump.run()
     new = rep(pump, nxt)
-    assert new.is_leading() and new.epoch == 2
+    assert new.is_leading() and new.log.epoch == 2
     assert new.committed() == committed
     publish(pump, ("A",), "pub", 2, ev("a3", "A", 5))
     pump.tick()
@@ -612,7 +612,7 @@ def test_new_leader_recovers_the_committed_log_from_a_majority() -> None:
         log = rep(pump, p).committed()
         assert log[:2] == committed
         assert [(d.position, d.epoch, d.key) for d in log[2:]] == [(2, 2, 2)]
-    assert rep(pump, old).epoch == 1  # it heard nothing
+    assert rep(pump, old).log.epoch == 1  # it heard nothing
 
 
 def test_recovery_redecides_what_the_old_leader_did_not_commit() -> None:
@@ -622,7 +622,7 @@ def test_recovery_redecides_what_the_old_leader_did_not_commit() -> None:
     old, nxt, other = servers
     pump.drop = lambda src, dest, msg: src == old and isinstance(msg, Decide)
     publish(pump, ("A",), "pub", 0, ev("a1", "A", 3))
-    assert len(rep(pump, old).decisions) == 1 and rep(pump, old).commit == -1
+    assert len(rep(pump, old).log.decisions) == 1 and rep(pump, old).log.commit == -1
     pump.drop = lambda src, dest, msg: old in (src, dest)
     for p in servers:
         pump.to(p, LeaderChange(("A",), nxt, 2))
@@ -639,7 +639,7 @@ def test_new_log_that_rewrites_a_committed_decision_is_a_protocol_error() -> Non
     publish(pump, ("A",), "pub", 0, ev("a1", "A", 3))
     pump.tick()
     r = rep(pump, servers[2])
-    assert r.commit == 0
+    assert r.log.commit == 0
     other = Decision(0, 2, 0, "event", "pub", 99)
     with pytest.raises(ProtocolError, match="rewrites committed decisions"):
         r.handle(servers[1], NewLog(("A",), 2, (other,), 0), 0)
@@ -648,7 +648,7 @@ def test_new_log_that_rewrites_a_committed_decision_is_a_protocol_error() -> Non
     # a NewLog that keeps the committed prefix and extends it is taken
     keep = tuple(r.committed()) + (Decision(1, 2, 0, "heartbeat"),)
     assert r.handle(servers[1], NewLog(("A",), 2, keep, 0), 0) == [(servers[1], Holds(("A",), 2, servers[2], 2))]
-    assert (r.epoch, r.leader, r.status, len(r.decisions)) == (2, servers[1], "normal", 2)
+    assert (r.log.epoch, r.log.leader, r.log.status, len(r.log.decisions)) == (2, servers[1], "normal", 2)
 
 
 def test_stale_new_log_is_rejected() -> None:
@@ -657,7 +657,7 @@ def test_stale_new_log_is_rejected() -> None:
     r = rep(pump, servers[2])
     r.handle("zk", LeaderChange(("A",), servers[1], 3), 0)
     assert r.handle(servers[0], NewLog(("A",), 1, (), -1), 0) == []
-    assert r.stale_rejected == 1 and r.epoch == 3
+    assert r.log.stale_rejected == 1 and r.log.epoch == 3
 
 
 def test_unexpected_message_is_a_protocol_error() -> None:
@@ -675,7 +675,7 @@ def test_conjunction_merger_widens_its_parents_before_logging_a_mark() -> None:
     for r in roles:
         for p in placement(r):
             pump.to(p, LeaderChange(r, placement(r)[0], 1))
-    for (p, _role), replica in pump.replicas.items():
+    for (p, _), replica in pump.replicas.items():
         pump.send(p, replica.start(0))
     pump.run()
     key = subscriber_key(["A and B"], "o")
@@ -700,7 +700,7 @@ def test_conjunction_merger_widens_its_parents_before_logging_a_mark() -> None:
     got = [(k, i) for _, k, i in forwards(pump, "c1")]
     assert got == [("mark", "c1"), ("event", "a1"), ("event", "b1")]
     root_a = rep(pump, placement(("A",))[0], ("A",))
-    assert merged.key in root_a.marks and root_a.filter_at(merged.key, 10) == f.restrict(["A"])
+    assert merged.key in root_a.consumers.marks and root_a.filter_at(merged.key, 10) == f.restrict(["A"])
 
 
 # --- subscriber client -------------------------------------------------------------------------

@@ -73,9 +73,9 @@ def test_covering_is_decided_on_committed_upmarks() -> None:
     _, result = marker_run(EVERY.format(name="SJ"), {"P1": LT.format(name="S1")})
     replica = result.replicas[result.placement[AB][0]][AB]
     wide = Filter.of(compile_program(TYPES + "subscription X: A and B and A.x > 100").subscriptions[0].conjunctions[0])
-    assert replica.covers_at(wide, replica.commit)
+    assert replica.covers_at(wide, replica.log.commit)
     assert not replica.covers_at(wide, -1)  # before any upmark: nothing reaches ⊔[A,B]
-    assert replica.marker_for(wide, heartbeats=False) == replica.commit
+    assert replica.marker_for(wide, heartbeats=False) == replica.log.commit
 
 
 def _replay(result, process: str, upto: int) -> tuple[bool, list[tuple[int, tuple[str, ...]]]]:

@@ -282,7 +282,7 @@ def test_filters_propagate_to_the_conjunction_merger() -> None:
     at_root = [result.event_at(("A",), d) for d in result.log_of(("A",)) if d.kind == "event"]
     assert any(e is not None and e.attrs["x"] <= 5 for e in at_root)
     for server in result.placement[AB]:
-        items = [v for v in result.replicas[server][AB].items.values() if isinstance(v, Event)]
+        items = [v for v in result.replicas[server][AB].inputs.items.values() if isinstance(v, Event)]
         a_values = [e.attrs["x"] for e in items if e.type == "A"]
         assert a_values and min(a_values) > 5, (server, sorted(a_values))
         assert any(e.type == "B" and e.attrs["x"] <= 5 for e in items)  # B has no unary predicate

@@ -32,8 +32,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
+from faidecs.errors import FaidecsError
 from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter, union_all
 from faidecs.merging.roles import Role, is_root, parents, role_name
@@ -66,14 +68,20 @@ from faidecs.overlay.core.messages import (
 Placement = Callable[[Role], tuple[str, ...]]
 CommitHook = Callable[[Role, Decision, "Event | None"], None]
 ItemKey = tuple[str, int]
+LinkKey = tuple[str, str]  # (consumer, process)
+Status = Literal["waiting", "recovering", "normal"]
 
 
-class ProtocolError(RuntimeError):
-    """A replica reached a state the protocol rules out: a bug, never bad input."""
+class ProtocolError(FaidecsError, RuntimeError):
+    """A replica reached a state the protocol rules out, or got a message it cannot place: a
+    bug (its own or a peer's), never bad input. A :class:`FaidecsError` like every error faidecs
+    raises, and still a :class:`RuntimeError`, as it was."""
 
 
 @dataclass(slots=True)
-class _Link:
+class Link:
+    """One consumer's stream from this replica, to one process."""
+
     consumer: str
     process: str
     sent: int  # last position examined for this link
@@ -82,7 +90,92 @@ class _Link:
     marker: int | None = None  # where that stream started
 
 
+@dataclass(slots=True)
+class ReplicatedLog:
+    """The role's decisions as this replica holds them, and where the replication protocol stands
+    with them: the epoch and its leader, how far they are committed, and (at a leader) what each
+    follower holds."""
+
+    epoch: int = 0
+    leader: str | None = None
+    log_epoch: int = 0  # the epoch of the leader whose log this one is
+    status: Status = "waiting"  # waiting (for a leader's log) | recovering (new leader) | normal
+    decisions: list[Decision] = field(default_factory=list)
+    last_ts: int = 0  # the highest timestamp decided: a new decision's is never below it
+    last_decided_at: int = 0  # when this replica, leading, last decided (heartbeats)
+    commit: int = -1
+    committed_at: list[int] = field(default_factory=list)  # when each position became committed here
+    commit_sent: int = -1  # leader: the commit index its last Commit told the followers
+    holds: dict[str, int] = field(default_factory=dict)  # leader: replica -> decisions it holds
+    recovery: dict[str, EpochState] = field(default_factory=dict)  # recovering leader: the answers
+    resent_at: dict[str, int] = field(default_factory=dict)  # leader: follower -> when it last resent a gap
+    stale_rejected: int = 0  # messages of an older epoch turned away
+
+
+@dataclass(slots=True)
+class Inputs:
+    """What the role orders: publications (a root) or the parents' events and upmarks (a
+    conjunction merger), as they arrived here, and which of them the log decides."""
+
+    items: dict[ItemKey, Event | Filter | None] = field(default_factory=dict)  # None: dropped after every ack
+    arrivals: list[ItemKey] = field(default_factory=list)  # in the order they arrived here
+    next_arrival: int = 0  # arrivals before it were looked at by this replica, leading
+    decided: set[ItemKey] = field(default_factory=set)  # events and upmarks the log holds
+    highest: dict[str, int] = field(default_factory=dict)  # fifo_inputs: publisher -> highest decided seq
+    late_inputs: int = 0  # fifo_inputs: inputs never ordered, a later one of their publisher was
+    fetch_from: int = 0  # lossy_inputs: positions before it have their payloads here
+    fetched_at: int = 0  # lossy_inputs: when it last asked its peers for missing payloads
+    fetches: int = 0  # lossy_inputs: payloads asked for
+
+
+@dataclass(slots=True)
+class Consumers:
+    """Who reads the role's committed stream from this replica, from where, and with what filter."""
+
+    links: dict[LinkKey, Link] = field(default_factory=dict)
+    acks: dict[LinkKey, int] = field(default_factory=dict)  # the last position each acknowledged
+    marks: dict[str, list[tuple[int, Filter, str]]] = field(
+        default_factory=dict
+    )  # consumer -> (position, filter, request)
+    reported: int = -1  # on_commit: the last position reported
+    trimmed: int = -1  # positions up to it have their payloads dropped
+    refused_connects: int = 0  # links refused: they would start at a dropped position
+
+
+@dataclass(slots=True)
+class Upstream:
+    """A conjunction merger's parents, ``L`` and ``R``: which replica of each it reads, how far,
+    and the widening of their filters it asked for (a root merger has none)."""
+
+    sides: dict[str, Role] = field(default_factory=dict)  # side -> parent role
+    reading: dict[str, str | None] = field(default_factory=dict)  # side -> the replica it reads
+    received: dict[str, int] = field(default_factory=dict)  # side -> last position received
+    acked: dict[str, int] = field(default_factory=dict)  # side -> last position acknowledged
+    last_ack: int = 0  # when it last acknowledged
+    pending: dict[tuple[str, str], Filter] = field(default_factory=dict)  # leader: (consumer, request) -> filter
+    asked: dict[str, tuple[Filter, int]] = field(default_factory=dict)  # leader: side -> (filter asked for, when)
+
+    @classmethod
+    def of(cls, role: Role) -> Upstream:
+        """Nothing read yet: a conjunction merger's two parents, a root's none."""
+        if is_root(role):
+            return cls()
+        left, right = parents(role)
+        return cls(
+            sides={"L": left, "R": right},
+            reading={"L": None, "R": None},
+            received={"L": -1, "R": -1},
+            acked={"L": -1, "R": -1},
+        )
+
+
 class MergerReplica:
+    """One replica of ``role`` at process ``me``. Besides its identity and settings, its state is
+    four parts: :attr:`log` (the decisions and the replication protocol's view of them),
+    :attr:`inputs` (what it orders), :attr:`consumers` (who reads its committed stream) and
+    :attr:`upstream` (the parents a conjunction merger reads); :attr:`down` is the processes the
+    coordination service reports down."""
+
     def __init__(
         self,
         role: Role,
@@ -107,18 +200,10 @@ class MergerReplica:
         replica, so it asks its peers for the payload of each committed position it lacks
         (:class:`Fetch`, once per ``retry_every``) instead of waiting for it for ever.
         ``fifo_inputs``: the leader never decides a publisher's event below one of that
-        publisher's it already decided (a late input, counted in ``late_inputs`` and never
+        publisher's it already decided (a late input, counted in ``inputs.late_inputs`` and never
         ordered), so the decided events of each publisher stay in seq order across leader changes
         too. Both are off on the overlay's own reliable FIFO links, where they change nothing."""
         self.role = role
-        self.amnesic = amnesic
-        self.lossy_inputs = lossy_inputs
-        self.fifo_inputs = fifo_inputs
-        self.highest: dict[str, int] = {}  # fifo_inputs: publisher -> highest decided seq
-        self.late_inputs = 0
-        self.fetched_at = -retry_every
-        self.fetch_from = 0  # positions before it have their payloads (lossy_inputs)
-        self.fetches = 0
         self.me = me
         self.placement = placement
         self.replicas = placement(role)
@@ -130,153 +215,108 @@ class MergerReplica:
         self.retry_every = retry_every
         self.retain = retain
         self.ack_every = ack_every
-        self.last_ack = 0
         self.on_commit = on_commit
-        # replication state
-        self.epoch = 0
-        self.leader: str | None = None
-        self.log_epoch = 0
-        self.status = "waiting"  # waiting (for a leader's log) | recovering (new leader) | normal
-        self.decisions: list[Decision] = []
-        self.commit = -1
-        self.committed_at: list[int] = []  # when each position became committed here
-        self.holds: dict[str, int] = {}
-        self.commit_sent = -1
-        self.recovery: dict[str, EpochState] = {}
-        # inputs
-        self.items: dict[ItemKey, Event | Filter | None] = {}  # None: dropped after every ack
-        self.arrivals: list[ItemKey] = []
-        self.next_arrival = 0
-        self.decided: set[ItemKey] = set()
-        self.last_ts = 0
-        self.last_decided_at = 0
-        # consumers
-        self.links: dict[tuple[str, str], _Link] = {}
-        self.acks: dict[tuple[str, str], int] = {}
-        self.marks: dict[str, list[tuple[int, Filter, str]]] = {}
-        self.reported = -1
-        self.trimmed = -1
-        self.down: set[str] = set()
-        # upstream (conjunction mergers)
-        self.sides: dict[str, Role] = {}
-        self.reading: dict[str, str | None] = {}
-        self.received: dict[str, int] = {}
-        if not is_root(role):
-            left, right = parents(role)
-            self.sides = {"L": left, "R": right}
-            self.reading = {"L": None, "R": None}
-            self.received = {"L": -1, "R": -1}
-        self.acked = dict(self.received)
-        self.pending: dict[tuple[str, str], Filter] = {}
-        self.asked: dict[str, tuple[Filter, int]] = {}
-        # what went wrong, for reports and tests
-        self.stale_rejected = 0
-        self.refused_connects = 0
-        self.resent_at: dict[str, int] = {}  # follower -> when the leader last resent it a gap
+        self.amnesic = amnesic
+        self.lossy_inputs = lossy_inputs
+        self.fifo_inputs = fifo_inputs
+        self.down: set[str] = set()  # processes the coordination service reports down
+        self.log = ReplicatedLog()
+        self.inputs = Inputs(fetched_at=-retry_every)
+        self.consumers = Consumers()
+        self.upstream = Upstream.of(role)
 
     # --- driving -------------------------------------------------------------------------------
 
     def start(self, now: int) -> list[Send]:
         out: list[Send] = []
-        for side in self.sides:
+        for side in self.upstream.sides:
             out += self._read_from(side, now)
         return out
 
     def handle(self, sender: str, msg: Message, now: int) -> list[Send]:
-        if isinstance(msg, Publish):
-            return self._item(msg.publisher, msg.seq, msg.event, now)
-        if isinstance(msg, Forward):
-            return self._upstream(msg, now)
-        if isinstance(msg, Decide):
-            return self._on_decide(sender, msg, now)
-        if isinstance(msg, Holds):
-            return self._on_holds(msg, now)
-        if isinstance(msg, Commit):
-            if msg.epoch == self.epoch and self.status == "normal":
-                return self._set_commit(min(msg.commit, len(self.decisions) - 1), now)
-            return []
-        if isinstance(msg, LeaderChange):
-            return self._on_leader_change(msg, now)
-        if isinstance(msg, EpochQuery):
-            return self._on_epoch_query(msg)
-        if isinstance(msg, EpochState):
-            return self._on_epoch_state(msg, now)
-        if isinstance(msg, NewLog):
-            return self._on_new_log(sender, msg, now)
-        if isinstance(msg, Register):
-            return self._on_register(msg, now)
-        if isinstance(msg, Connect):
-            if msg.after < self.trimmed:
-                # Positions after ``after`` were dropped here: serving the link would fail. The
-                # consumer reads another replica (or, restarted, adopts a log first).
-                self.refused_connects += 1
+        match msg:
+            case Publish():
+                return self._item(msg.publisher, msg.seq, msg.event, now)
+            case Forward():
+                return self._upstream(msg, now)
+            case Decide():
+                return self._on_decide(sender, msg, now)
+            case Holds():
+                return self._on_holds(msg, now)
+            case Commit():
+                if msg.epoch == self.log.epoch and self.log.status == "normal":
+                    return self._set_commit(min(msg.commit, len(self.log.decisions) - 1), now)
                 return []
-            self.links[(msg.consumer, msg.process)] = _Link(msg.consumer, msg.process, msg.after)
-            self.acks[(msg.consumer, msg.process)] = max(self.acks.get((msg.consumer, msg.process), -1), msg.after)
-            return self._forward(now)
-        if isinstance(msg, MarkerRequest):
-            return self._on_marker_request(msg, now)
-        if isinstance(msg, Fetch):
-            return self._on_fetch(msg)
-        if isinstance(msg, Disconnect):
-            # Sent to every replica: a consumer that left must not hold back dropping payloads.
-            self.links.pop((msg.consumer, msg.process), None)
-            self.acks.pop((msg.consumer, msg.process), None)
-            self._trim(now)
-            return []
-        if isinstance(msg, Ack):
-            k = (msg.consumer, msg.process)
-            self.acks[k] = max(self.acks.get(k, -1), msg.position)
-            self._trim(now)
-            return []
-        if isinstance(msg, Down):
-            return self._on_down(msg.process, now)
-        if isinstance(msg, Up):
-            self.down.discard(msg.process)
-            if self.is_leading() and msg.process in self.replicas and msg.process != self.me:
-                # It may have restarted with nothing, or missed decisions while thought down.
-                return [(msg.process, NewLog(self.role, self.epoch, tuple(self.decisions), self.commit))]
-            if msg.process == self.me:  # our session had expired: upstream dropped our links
-                return [m for side in self.sides for m in self._read_from(side, now)]
-            # A parent whose replicas were all down is read again as soon as one is back.
-            return [m for side, r in self.reading.items() if r is None for m in self._read_from(side, now)]
+            case LeaderChange():
+                return self._on_leader_change(msg, now)
+            case EpochQuery():
+                return self._on_epoch_query(msg)
+            case EpochState():
+                return self._on_epoch_state(msg, now)
+            case NewLog():
+                return self._on_new_log(sender, msg, now)
+            case Register():
+                return self._on_register(msg, now)
+            case Connect():
+                return self._on_connect(msg, now)
+            case MarkerRequest():
+                return self._on_marker_request(msg, now)
+            case Fetch():
+                return self._on_fetch(msg)
+            case Disconnect():
+                # Sent to every replica: a consumer that left must not hold back dropping payloads.
+                self.consumers.links.pop((msg.consumer, msg.process), None)
+                self.consumers.acks.pop((msg.consumer, msg.process), None)
+                self._trim(now)
+                return []
+            case Ack():
+                acks, k = self.consumers.acks, (msg.consumer, msg.process)
+                acks[k] = max(acks.get(k, -1), msg.position)
+                self._trim(now)
+                return []
+            case Down():
+                return self._on_down(msg.process, now)
+            case Up():
+                return self._on_up(msg.process, now)
         raise ProtocolError(f"{role_name(self.role)} at {self.me}: unexpected {type(msg).__name__}")
 
     def tick(self, now: int) -> list[Send]:
         out: list[Send] = []
-        ack = now - self.last_ack >= self.ack_every
+        up, log = self.upstream, self.log
+        ack = now - up.last_ack >= self.ack_every
         if ack:
-            self.last_ack = now
-        for side, parent in self.sides.items():
-            if self.reading[side] is None:
+            up.last_ack = now
+        for side, parent in up.sides.items():
+            if up.reading[side] is None:
                 out += self._read_from(side, now)
-            if ack and self.received[side] > self.acked[side]:
-                self.acked[side] = self.received[side]
-                out += [(p, Ack(parent, self.key, self.me, self.received[side])) for p in self.placement(parent)]
-        if self.is_leading() and self.commit > self.commit_sent:
-            self.commit_sent = self.commit
-            out += [(p, Commit(self.role, self.epoch, self.commit)) for p in self.replicas if p != self.me]
+            if ack and up.received[side] > up.acked[side]:
+                up.acked[side] = up.received[side]
+                out += [(p, Ack(parent, self.key, self.me, up.received[side])) for p in self.placement(parent)]
+        if self.is_leading() and log.commit > log.commit_sent:
+            log.commit_sent = log.commit
+            out += [(p, Commit(self.role, log.epoch, log.commit)) for p in self.replicas if p != self.me]
         if self.is_leading():
-            serves_subscribers = any(is_subscriber(c) for c in self.marks)
-            if serves_subscribers and now - self.last_decided_at >= self.heartbeat_every:
+            serves_subscribers = any(is_subscriber(c) for c in self.consumers.marks)
+            if serves_subscribers and now - log.last_decided_at >= self.heartbeat_every:
                 out += self._decide("heartbeat", now)
             out += self._drive_pending(now)
-        if self.lossy_inputs and now - self.fetched_at >= self.retry_every:
+        if self.lossy_inputs and now - self.inputs.fetched_at >= self.retry_every:
             out += self._fetch_missing(now)
         return out
 
     def is_leading(self) -> bool:
-        return self.leader == self.me and self.status == "normal"
+        return self.log.leader == self.me and self.log.status == "normal"
 
     # --- inputs ----------------------------------------------------------------------------
 
     def _upstream(self, msg: Forward, now: int) -> list[Send]:
-        side = "L" if msg.role == self.sides.get("L") else "R" if msg.role == self.sides.get("R") else None
+        up = self.upstream
+        side = "L" if msg.role == up.sides.get("L") else "R" if msg.role == up.sides.get("R") else None
         if side is None:
             raise ProtocolError(f"{role_name(self.role)} at {self.me}: stream of {role_name(msg.role)} is no input")
-        if msg.position <= self.received[side]:
+        if msg.position <= up.received[side]:
             return []  # a copy from the replica we read before failing over
-        self.received[side] = msg.position
+        up.received[side] = msg.position
         out: list[Send] = []
         if msg.kind == "event" and msg.event is not None:
             out += self._item(side, msg.position, msg.event, now)
@@ -286,29 +326,32 @@ class MergerReplica:
 
     def _item(self, source: str, key: int, payload: Event | Filter, now: int) -> list[Send]:
         k = (source, key)
-        if k in self.items:
+        inputs = self.inputs
+        if k in inputs.items:
             return []
-        self.items[k] = payload
-        self.arrivals.append(k)
+        inputs.items[k] = payload
+        inputs.arrivals.append(k)
         out = self._decide_arrivals(now) if self.is_leading() else []
-        if self.lossy_inputs and k in self.decided:  # a payload this replica lacked: it now holds more
+        if self.lossy_inputs and k in inputs.decided:  # a payload this replica lacked: it now holds more
+            log = self.log
             if self.is_leading():
-                self.holds[self.me] = self.held()
+                log.holds[self.me] = self.held()
                 out += self._advance_commit(now)
-            elif self.status == "normal" and self.leader is not None:
-                out.append((self.leader, Holds(self.role, self.epoch, self.me, self.held())))
+            elif log.status == "normal" and log.leader is not None:
+                out.append((log.leader, Holds(self.role, log.epoch, self.me, self.held())))
         return out + self._forward(now)
 
     def _read_from(self, side: str, now: int) -> list[Send]:
         """(Re)connect to a live replica of the parent on ``side``, from what we have."""
-        parent = self.sides[side]
+        up = self.upstream
+        parent = up.sides[side]
         live = [p for p in self.placement(parent) if p not in self.down]
         if not live:
             return []
-        target = live[0] if self.reading[side] not in live else self.reading[side]
+        target = live[0] if up.reading[side] not in live else up.reading[side]
         assert target is not None
-        self.reading[side] = target
-        return [(target, Connect(parent, self.key, self.me, self.received[side]))]
+        up.reading[side] = target
+        return [(target, Connect(parent, self.key, self.me, up.received[side]))]
 
     # --- deciding (leader) ----------------------------------------------------------------------
 
@@ -323,28 +366,29 @@ class MergerReplica:
         request: str = "",
         filter: Filter | None = None,
     ) -> list[Send]:
-        ts = max(now, self.last_ts)
-        d = Decision(len(self.decisions), self.epoch, ts, kind, source, key, consumer, request, filter)
+        log = self.log
+        d = Decision(len(log.decisions), log.epoch, max(now, log.last_ts), kind, source, key, consumer, request, filter)
         self._append(d)
-        self.last_decided_at = now
-        self.holds[self.me] = self.held()
-        out: list[Send] = [(p, Decide(self.role, self.epoch, d, self.commit)) for p in self.replicas if p != self.me]
+        log.last_decided_at = now
+        log.holds[self.me] = self.held()
+        out: list[Send] = [(p, Decide(self.role, log.epoch, d, log.commit)) for p in self.replicas if p != self.me]
         return out + self._advance_commit(now)
 
     def _decide_arrivals(self, now: int) -> list[Send]:
         out: list[Send] = []
+        inputs = self.inputs
         upmarked = False
-        while self.next_arrival < len(self.arrivals):
-            k = self.arrivals[self.next_arrival]
-            self.next_arrival += 1
-            if k in self.decided:
+        while inputs.next_arrival < len(inputs.arrivals):
+            k = inputs.arrivals[inputs.next_arrival]
+            inputs.next_arrival += 1
+            if k in inputs.decided:
                 continue
-            payload = self.items[k]
+            payload = inputs.items[k]
             if isinstance(payload, Filter):
                 out += self._decide("upmark", now, source=k[0], key=k[1], filter=payload)
                 upmarked = True
-            elif self.fifo_inputs and k[1] <= self.highest.get(k[0], -1):
-                self.late_inputs += 1  # a later one of its publisher is decided: never ordered
+            elif self.fifo_inputs and k[1] <= inputs.highest.get(k[0], -1):
+                inputs.late_inputs += 1  # a later one of its publisher is decided: never ordered
             else:
                 out += self._decide("event", now, source=k[0], key=k[1])
         if upmarked:
@@ -352,33 +396,38 @@ class MergerReplica:
         return out
 
     def _append(self, d: Decision) -> None:
-        if d.position != len(self.decisions):
+        """Append ``d`` to the log and to what is derived from it: the inputs it decides, the
+        consumers' marks."""
+        log = self.log
+        if d.position != len(log.decisions):
             raise ProtocolError(
-                f"{role_name(self.role)} at {self.me}: decision {d.position} after {len(self.decisions)}"
+                f"{role_name(self.role)} at {self.me}: decision {d.position} after {len(log.decisions)}"
             )
-        self.decisions.append(d)
-        self.last_ts = max(self.last_ts, d.ts)
+        log.decisions.append(d)
+        log.last_ts = max(log.last_ts, d.ts)
         if d.kind in ("event", "upmark"):
-            self.decided.add((d.source, d.key))
+            self.inputs.decided.add((d.source, d.key))
         if d.kind == "event" and self.fifo_inputs:
-            self.highest[d.source] = max(self.highest.get(d.source, -1), d.key)
+            self.inputs.highest[d.source] = max(self.inputs.highest.get(d.source, -1), d.key)
         if d.kind == "mark" and d.filter is not None:
-            self.marks.setdefault(d.consumer, []).append((d.position, d.filter, d.request))
+            self.consumers.marks.setdefault(d.consumer, []).append((d.position, d.filter, d.request))
 
     def _rebuild(self, decisions: list[Decision]) -> None:
-        self.decisions, self.decided, self.marks = [], set(), {}
-        self.highest, self.fetch_from = {}, 0
-        self.last_ts = 0
+        """Replace the log with ``decisions``, and what is derived from it; every arrival is
+        looked at again (one the old log decided may not be in this one)."""
+        self.log.decisions, self.log.last_ts = [], 0
+        self.inputs.decided, self.inputs.highest, self.inputs.fetch_from = set(), {}, 0
+        self.consumers.marks = {}
         for d in decisions:
             self._append(d)
-        self.next_arrival = 0
+        self.inputs.next_arrival = 0
 
     # --- registration and filters -------------------------------------------------------------
 
     def _on_register(self, msg: Register, now: int) -> list[Send]:
         if not self.is_leading():
             return []  # every replica gets it; the leader acts, the consumer retries on a leader change
-        marks = self.marks.get(msg.consumer, [])
+        marks = self.consumers.marks.get(msg.consumer, [])
         if is_subscriber(msg.consumer):
             if any(r == msg.request for _, _, r in marks):
                 return []
@@ -386,33 +435,34 @@ class MergerReplica:
             return []
         if is_root(self.role):
             return self._decide("mark", now, consumer=msg.consumer, request=msg.request, filter=msg.filter)
-        self.pending[(msg.consumer, msg.request)] = msg.filter
+        self.upstream.pending[(msg.consumer, msg.request)] = msg.filter
         return self._drive_pending(now)
 
     def _upfilter(self, side: str) -> Filter:
-        for d in reversed(self.decisions):
+        for d in reversed(self.log.decisions):
             if d.kind == "upmark" and d.source == side and d.filter is not None:
                 return d.filter
         return Filter.nothing()
 
     def _drive_pending(self, now: int) -> list[Send]:
-        if not self.pending or not self.is_leading():
+        up = self.upstream
+        if not up.pending or not self.is_leading():
             return []
         out: list[Send] = []
-        current = [m[-1][1] for m in self.marks.values() if m]
-        need = union_all(current + list(self.pending.values()))
-        have = {side: self._upfilter(side) for side in self.sides}
-        for side, parent in self.sides.items():
+        current = [m[-1][1] for m in self.consumers.marks.values() if m]
+        need = union_all(current + list(up.pending.values()))
+        have = {side: self._upfilter(side) for side in up.sides}
+        for side, parent in up.sides.items():
             want = need.restrict(parent)
             if have[side].covers(want):
                 continue
-            asked = self.asked.get(side)
+            asked = up.asked.get(side)
             if asked is None or not asked[0].covers(want) or now - asked[1] >= self.retry_every:
-                self.asked[side] = (want, now)
+                up.asked[side] = (want, now)
                 out += [(p, Register(parent, self.key, self.key, want)) for p in self.placement(parent)]
-        for (consumer, request), f in list(self.pending.items()):
-            if all(have[s].covers(f.restrict(parent)) for s, parent in self.sides.items()):
-                del self.pending[(consumer, request)]
+        for (consumer, request), f in list(up.pending.items()):
+            if all(have[s].covers(f.restrict(parent)) for s, parent in up.sides.items()):
+                del up.pending[(consumer, request)]
                 out += self._decide("mark", now, consumer=consumer, request=request, filter=f)
         return out
 
@@ -425,16 +475,17 @@ class MergerReplica:
         types. Filters only widen, so this stays true for every later position."""
         if is_root(self.role):
             return set(f.alternatives) <= set(self.role)
-        return all(self._upfilter_at(side, position).covers(f.restrict(parent)) for side, parent in self.sides.items())
+        sides = self.upstream.sides
+        return all(self._upfilter_at(side, position).covers(f.restrict(parent)) for side, parent in sides.items())
 
     def _upfilter_at(self, side: str, position: int) -> Filter:
-        for d in reversed(self.decisions[: position + 1]):
+        for d in reversed(self.log.decisions[: position + 1]):
             if d.kind == "upmark" and d.source == side and d.filter is not None:
                 return d.filter
         return Filter.nothing()
 
     def _serves_subscribers_at(self, position: int) -> bool:
-        return any(is_subscriber(c) and any(p <= position for p, _, _ in m) for c, m in self.marks.items())
+        return any(is_subscriber(c) and any(p <= position for p, _, _ in m) for c, m in self.consumers.marks.items())
 
     def marker_for(self, f: Filter, heartbeats: bool) -> int | None:
         """The marker this replica would place for a subscriber stream with filter ``f``: its
@@ -442,7 +493,7 @@ class MergerReplica:
         ``heartbeats``, no subscriber's mark is committed yet, so the leader logs no heartbeats)."""
         if self.amnesic:
             return None  # its log is not the role's yet
-        c = self.commit
+        c = self.log.commit
         if not self.covers_at(f, c):
             return None
         if heartbeats and not self._serves_subscribers_at(c):
@@ -451,15 +502,16 @@ class MergerReplica:
 
     def _on_marker_request(self, msg: MarkerRequest, now: int) -> list[Send]:
         k = (msg.consumer, msg.process)
+        consumers = self.consumers
         out: list[Send] = []
         if msg.after is not None:
             after = msg.after  # failover of a stream that started at a marker: coverage holds on
-            if after < self.trimmed:
-                self.refused_connects += 1
+            if after < consumers.trimmed:
+                consumers.refused_connects += 1
                 return []
             marker = None
         else:
-            link = self.links.get(k)
+            link = consumers.links.get(k)
             if link is not None and link.marker is not None:
                 # A repeated request (our reply may still be on its way): the same marker, same link.
                 return [
@@ -473,16 +525,16 @@ class MergerReplica:
                 return out
             after = marker = found
             out.append((msg.process, MarkerReply(self.role, msg.consumer, found, self._ts_at(found), True)))
-        self.links[k] = _Link(msg.consumer, msg.process, after, filter=msg.filter, marker=marker)
-        self.acks[k] = max(self.acks.get(k, -1), after)
+        consumers.links[k] = Link(msg.consumer, msg.process, after, filter=msg.filter, marker=marker)
+        consumers.acks[k] = max(consumers.acks.get(k, -1), after)
         return out + self._forward(now)
 
     def _ts_at(self, position: int) -> int:
-        return self.decisions[position].ts if position >= 0 else 0
+        return self.log.decisions[position].ts if position >= 0 else 0
 
     def filter_at(self, consumer: str, position: int) -> Filter | None:
         """The filter of ``consumer`` at ``position``; None before its first mark."""
-        marks = self.marks.get(consumer)
+        marks = self.consumers.marks.get(consumer)
         if not marks:
             return None
         k = bisect_right([m[0] for m in marks], position)
@@ -491,135 +543,152 @@ class MergerReplica:
     # --- replication ----------------------------------------------------------------------------
 
     def _on_decide(self, sender: str, msg: Decide, now: int) -> list[Send]:
-        if msg.epoch < self.epoch:
-            self.stale_rejected += 1
+        log = self.log
+        if msg.epoch < log.epoch:
+            log.stale_rejected += 1
             return []
-        if msg.epoch > self.epoch or self.status != "normal" or sender != self.leader:
+        if msg.epoch > log.epoch or log.status != "normal" or sender != log.leader:
             return []  # cannot happen on FIFO links: a new leader's log precedes its decisions
         d = msg.decision
-        if d.position < len(self.decisions):
+        if d.position < len(log.decisions):
             return []
-        if d.position > len(self.decisions):
+        if d.position > len(log.decisions):
             # Decisions were lost on the way (the link was dropped while this process was thought
             # down): say what we hold; the leader resends from there.
-            return [(sender, Holds(self.role, self.epoch, self.me, self.held()))]
+            return [(sender, Holds(self.role, log.epoch, self.me, self.held()))]
         self._append(d)
-        out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, self.held()))]
-        return out + self._set_commit(min(msg.commit, len(self.decisions) - 1), now)
+        out: list[Send] = [(sender, Holds(self.role, log.epoch, self.me, self.held()))]
+        return out + self._set_commit(min(msg.commit, len(log.decisions) - 1), now)
 
     def _on_holds(self, msg: Holds, now: int) -> list[Send]:
-        if msg.epoch != self.epoch or not self.is_leading():
+        log = self.log
+        if msg.epoch != log.epoch or not self.is_leading():
             return []
-        before = self.holds.get(msg.replica, 0)
-        self.holds[msg.replica] = max(before, msg.length)
+        before = log.holds.get(msg.replica, 0)
+        log.holds[msg.replica] = max(before, msg.length)
         out: list[Send] = []
         # Every Decide a follower appends raises its length: one that does not is a follower that
         # missed decisions. Resend what it lacks, at most once per retry interval.
-        if msg.length <= before and msg.length < len(self.decisions):
-            if now - self.resent_at.get(msg.replica, -self.retry_every) >= self.retry_every:
-                self.resent_at[msg.replica] = now
-                out += [
-                    (msg.replica, Decide(self.role, self.epoch, d, self.commit)) for d in self.decisions[msg.length :]
-                ]
+        if msg.length <= before and msg.length < len(log.decisions):
+            if now - log.resent_at.get(msg.replica, -self.retry_every) >= self.retry_every:
+                log.resent_at[msg.replica] = now
+                out += [(msg.replica, Decide(self.role, log.epoch, d, log.commit)) for d in log.decisions[msg.length :]]
         return out + self._advance_commit(now)
 
     def _advance_commit(self, now: int) -> list[Send]:
-        lengths = sorted((self.holds.get(r, 0) for r in self.replicas), reverse=True)
+        holds = self.log.holds
+        lengths = sorted((holds.get(r, 0) for r in self.replicas), reverse=True)
         new = lengths[self.majority - 1] - 1
-        if new <= self.commit:
+        if new <= self.log.commit:
             return []
         # Followers learn the commit index from the next decision, or from the next tick's Commit:
         # one message per tick, not one per position.
         return self._set_commit(new, now)
 
     def _set_commit(self, commit: int, now: int) -> list[Send]:
-        if commit <= self.commit:
+        log = self.log
+        if commit <= log.commit:
             return []
-        self.commit = commit
-        while len(self.committed_at) <= commit:
-            self.committed_at.append(now)
+        log.commit = commit
+        while len(log.committed_at) <= commit:
+            log.committed_at.append(now)
         return self._forward(now)
 
     def _on_leader_change(self, msg: LeaderChange, now: int) -> list[Send]:
-        if msg.role != self.role or msg.epoch <= self.epoch:
+        log = self.log
+        if msg.role != self.role or msg.epoch <= log.epoch:
             return []
-        self.epoch, self.leader, self.holds = msg.epoch, msg.leader, {}
-        self.pending.clear()
-        self.asked.clear()
+        log.epoch, log.leader, log.holds = msg.epoch, msg.leader, {}
+        self.upstream.pending.clear()
+        self.upstream.asked.clear()
         if msg.leader != self.me:
-            self.status = "waiting"
+            log.status = "waiting"
             return []
-        self.status = "recovering"
-        self.recovery = {} if self.amnesic else {self.me: self._state()}
-        out: list[Send] = [(p, EpochQuery(self.role, self.epoch, self.me)) for p in self.replicas if p != self.me]
+        log.status = "recovering"
+        log.recovery = {} if self.amnesic else {self.me: self._state()}
+        out: list[Send] = [(p, EpochQuery(self.role, log.epoch, self.me)) for p in self.replicas if p != self.me]
         return out + self._maybe_recover(now)
 
     def _state(self) -> EpochState:
         # With lossy inputs a replica vouches only for the decisions whose payloads it holds, as
         # its Holds do: a committed one is then in a majority's answers, payload and all.
-        return EpochState(
-            self.role, self.epoch, self.me, self.log_epoch, tuple(self.decisions[: self.held()]), self.commit
-        )
+        log = self.log
+        return EpochState(self.role, log.epoch, self.me, log.log_epoch, tuple(log.decisions[: self.held()]), log.commit)
 
     def _on_epoch_query(self, msg: EpochQuery) -> list[Send]:
-        if msg.epoch < self.epoch:
-            self.stale_rejected += 1
+        log = self.log
+        if msg.epoch < log.epoch:
+            log.stale_rejected += 1
             return []
         if self.amnesic:
             return []  # an empty log after a restart must not count towards a recovery majority
-        if msg.epoch > self.epoch:
-            self.epoch, self.leader, self.holds = msg.epoch, msg.leader, {}
-        self.status = "waiting" if msg.leader != self.me else self.status
+        if msg.epoch > log.epoch:
+            log.epoch, log.leader, log.holds = msg.epoch, msg.leader, {}
+        log.status = "waiting" if msg.leader != self.me else log.status
         return [(msg.leader, self._state())]
 
     def _on_epoch_state(self, msg: EpochState, now: int) -> list[Send]:
-        if msg.epoch != self.epoch or self.status != "recovering":
+        if msg.epoch != self.log.epoch or self.log.status != "recovering":
             return []
-        self.recovery[msg.replica] = msg
+        self.log.recovery[msg.replica] = msg
         return self._maybe_recover(now)
 
     def _maybe_recover(self, now: int) -> list[Send]:
-        if len(self.recovery) < self.majority:
+        log = self.log
+        if len(log.recovery) < self.majority:
             return []
-        best = max(self.recovery.values(), key=lambda s: (s.log_epoch, len(s.decisions)))
-        commit = max(s.commit for s in self.recovery.values())
-        self.recovery = {}
+        best = max(log.recovery.values(), key=lambda s: (s.log_epoch, len(s.decisions)))
+        commit = max(s.commit for s in log.recovery.values())
+        log.recovery = {}
         self._rebuild(list(best.decisions))
-        self.log_epoch = self.epoch
-        self.status = "normal"
-        self.holds = {self.me: self.held()}
-        log = tuple(self.decisions)
-        out: list[Send] = [(p, NewLog(self.role, self.epoch, log, commit)) for p in self.replicas if p != self.me]
-        out += self._set_commit(min(commit, len(self.decisions) - 1), now)
+        log.log_epoch = log.epoch
+        log.status = "normal"
+        log.holds = {self.me: self.held()}
+        decisions = tuple(log.decisions)
+        out: list[Send] = [(p, NewLog(self.role, log.epoch, decisions, commit)) for p in self.replicas if p != self.me]
+        out += self._set_commit(min(commit, len(log.decisions) - 1), now)
         out += self._advance_commit(now)
         out += self._decide_arrivals(now)
         return out
 
     def _on_new_log(self, sender: str, msg: NewLog, now: int) -> list[Send]:
-        if msg.epoch < self.epoch:
-            self.stale_rejected += 1
+        log = self.log
+        if msg.epoch < log.epoch:
+            log.stale_rejected += 1
             return []
-        committed = self.decisions[: self.commit + 1]
+        committed = log.decisions[: log.commit + 1]
         if list(msg.decisions[: len(committed)]) != committed:
             raise ProtocolError(f"{role_name(self.role)} at {self.me}: epoch {msg.epoch} rewrites committed decisions")
-        self.epoch, self.leader, self.log_epoch, self.status = msg.epoch, sender, msg.epoch, "normal"
+        log.epoch, log.leader, log.log_epoch, log.status = msg.epoch, sender, msg.epoch, "normal"
         self.amnesic = False
         self._rebuild(list(msg.decisions))
-        out: list[Send] = [(sender, Holds(self.role, self.epoch, self.me, self.held()))]
-        return out + self._set_commit(min(msg.commit, len(self.decisions) - 1), now) + self._forward(now)
+        out: list[Send] = [(sender, Holds(self.role, log.epoch, self.me, self.held()))]
+        return out + self._set_commit(min(msg.commit, len(log.decisions) - 1), now) + self._forward(now)
 
     def _on_down(self, process: str, now: int) -> list[Send]:
         self.down.add(process)
-        for k in [k for k in self.links if k[1] == process]:
-            del self.links[k]
-        for k in [k for k in self.acks if k[1] == process]:
-            del self.acks[k]
+        consumers, up = self.consumers, self.upstream
+        for k in [k for k in consumers.links if k[1] == process]:
+            del consumers.links[k]
+        for k in [k for k in consumers.acks if k[1] == process]:
+            del consumers.acks[k]
         out: list[Send] = []
-        for side, reading in self.reading.items():
+        for side, reading in up.reading.items():
             if reading == process:
-                self.reading[side] = None
+                up.reading[side] = None
                 out += self._read_from(side, now)
         return out
+
+    def _on_up(self, process: str, now: int) -> list[Send]:
+        self.down.discard(process)
+        if self.is_leading() and process in self.replicas and process != self.me:
+            # It may have restarted with nothing, or missed decisions while thought down.
+            return [(process, NewLog(self.role, self.log.epoch, tuple(self.log.decisions), self.log.commit))]
+        up = self.upstream
+        if process == self.me:  # our session had expired: upstream dropped our links
+            return [m for side in up.sides for m in self._read_from(side, now)]
+        # A parent whose replicas were all down is read again as soon as one is back.
+        return [m for side, r in up.reading.items() if r is None for m in self._read_from(side, now)]
 
     # --- inputs a lossy path lost (lossy_inputs) ----------------------------------------------------
 
@@ -627,68 +696,87 @@ class MergerReplica:
         """How many decisions this replica holds: all of them, or with ``lossy_inputs`` those
         before the first whose payload never arrived (what Holds and EpochState report, so that
         a committed publication is held, payload and all, by a majority). O(1) amortised."""
+        decisions = self.log.decisions
         if not self.lossy_inputs:
-            return len(self.decisions)
-        while self.fetch_from < len(self.decisions):
-            d = self.decisions[self.fetch_from]
-            if d.kind == "event" and (d.source, d.key) not in self.items:
+            return len(decisions)
+        inputs = self.inputs
+        while inputs.fetch_from < len(decisions):
+            d = decisions[inputs.fetch_from]
+            if d.kind == "event" and (d.source, d.key) not in inputs.items:
                 break
-            self.fetch_from += 1
-        return self.fetch_from
+            inputs.fetch_from += 1
+        return inputs.fetch_from
 
     def _fetch_missing(self, now: int, limit: int = 64) -> list[Send]:
         """Ask the peers for the payloads of decided positions that never arrived here."""
         start = self.held()
+        decisions, inputs = self.log.decisions, self.inputs
         missing = [
             p
-            for p in range(start, len(self.decisions))
-            if self.decisions[p].kind == "event" and (self.decisions[p].source, self.decisions[p].key) not in self.items
+            for p in range(start, len(decisions))
+            if decisions[p].kind == "event" and (decisions[p].source, decisions[p].key) not in inputs.items
         ][:limit]
         if not missing:
             return []
-        self.fetched_at = now
-        self.fetches += len(missing)
+        inputs.fetched_at = now
+        inputs.fetches += len(missing)
         peers = [r for r in self.replicas if r != self.me and r not in self.down]
         return [(peer, Fetch(self.role, self.me, p)) for p in missing for peer in peers]
 
     def _on_fetch(self, msg: Fetch) -> list[Send]:
-        if msg.position >= len(self.decisions):
+        decisions = self.log.decisions
+        if msg.position >= len(decisions):
             return []
-        d = self.decisions[msg.position]
-        payload = self.items.get((d.source, d.key)) if d.kind == "event" else None
+        d = decisions[msg.position]
+        payload = self.inputs.items.get((d.source, d.key)) if d.kind == "event" else None
         if not isinstance(payload, Event):
             return []  # not here either, or dropped after every acknowledgement
         return [(msg.replica, Publish(d.source, d.key, payload))]
 
     # --- downstream -----------------------------------------------------------------------------
 
+    def _on_connect(self, msg: Connect, now: int) -> list[Send]:
+        consumers = self.consumers
+        if msg.after < consumers.trimmed:
+            # Positions after ``after`` were dropped here: serving the link would fail. The
+            # consumer reads another replica (or, restarted, adopts a log first).
+            consumers.refused_connects += 1
+            return []
+        k = (msg.consumer, msg.process)
+        consumers.links[k] = Link(msg.consumer, msg.process, msg.after)
+        consumers.acks[k] = max(consumers.acks.get(k, -1), msg.after)
+        return self._forward(now)
+
     def _forward(self, now: int) -> list[Send]:
         out: list[Send] = []
-        for link in self.links.values():
+        consumers = self.consumers
+        for link in consumers.links.values():
             out += self._forward_link(link, now)
         if self.on_commit is not None:
-            while self.reported < self.commit:
-                d = self.decisions[self.reported + 1]
-                payload = self.items.get((d.source, d.key)) if d.kind == "event" else None
+            log, items = self.log, self.inputs.items
+            while consumers.reported < log.commit:
+                d = log.decisions[consumers.reported + 1]
+                payload = items.get((d.source, d.key)) if d.kind == "event" else None
                 if d.kind == "event" and payload is None:
                     break
-                self.reported += 1
+                consumers.reported += 1
                 self.on_commit(self.role, d, payload if isinstance(payload, Event) else None)
         self._trim(now)
         return out
 
-    def _forward_link(self, link: _Link, now: int) -> list[Send]:
+    def _forward_link(self, link: Link, now: int) -> list[Send]:
         out: list[Send] = []
-        while link.sent < self.commit:
+        decisions, commit, items = self.log.decisions, self.log.commit, self.inputs.items
+        while link.sent < commit:
             pos = link.sent + 1
-            d = self.decisions[pos]
+            d = decisions[pos]
             if d.kind == "event":
                 k = (d.source, d.key)
-                if k not in self.items:
+                if k not in items:
                     break  # decided before this replica received it: wait for the input
                 f = link.filter if link.filter is not None else self.filter_at(link.consumer, pos)
                 if f is not None:
-                    payload = self.items[k]
+                    payload = items[k]
                     if payload is None:
                         raise ProtocolError(f"{role_name(self.role)} at {self.me}: position {pos} dropped too early")
                     assert isinstance(payload, Event)
@@ -711,23 +799,25 @@ class MergerReplica:
 
     def _trim(self, now: int) -> None:
         """Drop inputs every consumer has acknowledged, once committed for ``retain`` time."""
-        if not self.acks:
+        consumers = self.consumers
+        if not consumers.acks:
             return
-        upto = min(min(self.acks.values()), self.reported if self.on_commit else self.commit)
-        while self.trimmed < upto and now - self.committed_at[self.trimmed + 1] >= self.retain:
-            self.trimmed += 1
-            d = self.decisions[self.trimmed]
-            if d.kind == "event" and (d.source, d.key) in self.items:
-                self.items[(d.source, d.key)] = None
+        log, items = self.log, self.inputs.items
+        upto = min(min(consumers.acks.values()), consumers.reported if self.on_commit else log.commit)
+        while consumers.trimmed < upto and now - log.committed_at[consumers.trimmed + 1] >= self.retain:
+            consumers.trimmed += 1
+            d = log.decisions[consumers.trimmed]
+            if d.kind == "event" and (d.source, d.key) in items:
+                items[(d.source, d.key)] = None
 
     # --- introspection ---------------------------------------------------------------------------
 
     def buffered(self) -> int:
         """Inputs held in memory (not yet dropped)."""
-        return sum(1 for v in self.items.values() if v is not None)
+        return sum(1 for v in self.inputs.items.values() if v is not None)
 
     def committed(self) -> list[Decision]:
-        return self.decisions[: self.commit + 1]
+        return self.log.decisions[: self.log.commit + 1]
 
 
-__all__ = ["MergerReplica", "Placement", "ProtocolError"]
+__all__ = ["Consumers", "Inputs", "Link", "MergerReplica", "Placement", "ProtocolError", "ReplicatedLog", "Upstream"]

@@ -191,10 +191,10 @@ class RaftReplica(MergerReplica):
         if self.is_leading():
             if self.rescan:
                 self.rescan = False
-                self.next_arrival = self.low
+                self.inputs.next_arrival = self.low
             out += self._decide_arrivals(now)
-            serves_subscribers = any(is_subscriber(c) for c in self.marks)
-            if serves_subscribers and now - self.last_decided_at >= self.heartbeat_every:
+            serves_subscribers = any(is_subscriber(c) for c in self.consumers.marks)
+            if serves_subscribers and now - self.log.last_decided_at >= self.heartbeat_every:
                 out += self._decide("heartbeat", now)
         return out
 
@@ -204,13 +204,14 @@ class RaftReplica(MergerReplica):
             return
         term = self.raft.raftCurrentTerm
         leader = self.raft._getLeader()
-        self.epoch = term
-        self.leader = self.by_raft_address.get(leader.id) if leader is not None else None
+        log = self.log
+        log.epoch = term
+        log.leader = self.by_raft_address.get(leader.id) if leader is not None else None
         if self.raft._isLeader():
-            self.leader = self.me
-        elif self.leader == self.me:
-            self.leader = None  # a leader that stepped down: it does not know the next one yet
-        self.status = "normal" if self.leader is not None else "waiting"
+            log.leader = self.me
+        elif log.leader == self.me:
+            log.leader = None  # a leader that stepped down: it does not know the next one yet
+        log.status = "normal" if log.leader is not None else "waiting"
         if self.is_leading() and self.led_term != term:
             self.led_term = term
             self.rescan = True
@@ -219,7 +220,7 @@ class RaftReplica(MergerReplica):
 
     def _item(self, source: str, key: int, payload: Any, now: int) -> list[Send]:
         k = (source, key)
-        if k not in self.items:
+        if k not in self.inputs.items:
             self.after[k] = self.last_seq.get(source, -1)
             self.last_seq[source] = key
         return super()._item(source, key, payload, now)
@@ -246,8 +247,18 @@ class RaftReplica(MergerReplica):
 
         register = encode(Register(self.role, consumer, request, filter)) if filter is not None else None
         after = self.after.get((source, key), -1) if kind == "event" else -1
-        entry: Entry = (kind, max(now, self.last_ts), self.epoch, source, key, after, consumer, request, register)
-        self.last_decided_at = now
+        entry: Entry = (
+            kind,
+            max(now, self.log.last_ts),
+            self.log.epoch,
+            source,
+            key,
+            after,
+            consumer,
+            request,
+            register,
+        )
+        self.log.last_decided_at = now
         self.raft.append(entry, callback=self._on_result)
         return []
 
@@ -269,9 +280,10 @@ class RaftReplica(MergerReplica):
                 changed = self._apply(entry) or changed
         if not changed:
             return []
-        while self.low < len(self.arrivals) and self.arrivals[self.low] in self.decided:
+        arrivals, decided = self.inputs.arrivals, self.inputs.decided
+        while self.low < len(arrivals) and arrivals[self.low] in decided:
             self.low += 1
-        return self._set_commit(len(self.decisions) - 1, now)
+        return self._set_commit(len(self.log.decisions) - 1, now)
 
     def _apply(self, entry: Any) -> bool:
         """Entry -> the next decision, or nothing; the same at every replica. An entry that does
@@ -293,19 +305,19 @@ class RaftReplica(MergerReplica):
             self.skipped += 1
             return False
         if kind == "event":
-            if (source, key) in self.decided or (after >= 0 and (source, after) not in self.decided):
+            if (source, key) in self.inputs.decided or (after >= 0 and (source, after) not in self.inputs.decided):
                 self.skipped += 1
-                self.rescan = self.rescan or (source, key) not in self.decided
+                self.rescan = self.rescan or (source, key) not in self.inputs.decided
                 return False
         elif kind == "mark":
             assert f is not None
-            marks = self.marks.get(consumer, [])
+            marks = self.consumers.marks.get(consumer, [])
             if (is_subscriber(consumer) and any(r == request for _, _, r in marks)) or (
                 not is_subscriber(consumer) and marks and marks[-1][1].covers(f)
             ):
                 self.skipped += 1
                 return False
-        d = Decision(len(self.decisions), term, max(ts, self.last_ts), kind, source, key, consumer, request, f)
+        d = Decision(len(self.log.decisions), term, max(ts, self.log.last_ts), kind, source, key, consumer, request, f)
         self._append(d)
         return True
 

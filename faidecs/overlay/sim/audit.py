@@ -59,7 +59,7 @@ def committed_for(result: CommittedRun, process: str, s: Stream) -> list[tuple[i
     passes: what the stream must feed its engine, in order."""
     role = s.role
     # Marks from the replica with the longest committed log: a crashed one may lack later marks.
-    replica = max((result.replicas[p][role] for p in result.placement[role]), key=lambda r: r.commit)
+    replica = max((result.replicas[p][role] for p in result.placement[role]), key=lambda r: r.log.commit)
     out: list[tuple[int, int, Event]] = []
     for d in result.log_of(role):
         if d.kind != "event" or d.position <= s.start:

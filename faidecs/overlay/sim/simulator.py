@@ -89,7 +89,7 @@ class SimResult:
         return out
 
     def stale_rejected(self) -> int:
-        return sum(r.stale_rejected for reps in self.replicas.values() for r in reps.values())
+        return sum(r.log.stale_rejected for reps in self.replicas.values() for r in reps.values())
 
     def log_of(self, role: Role) -> list[Decision]:
         """The committed stream of ``role``: the longest committed log among its replicas."""
