@@ -81,8 +81,8 @@ def _value(value: Value, types: Mapping[str, EventType]) -> str | None:
         if not (0 <= value.position < len(attrs)) or attrs[value.position].name != value.attribute:
             return f"{value.slot.type_name} has no attribute {value.attribute} at position {value.position}"
         if attrs[value.position].kind != value.kind:
-            declared = attrs[value.position].kind.value
-            return f"{value.slot.type_name}.{value.attribute} is {declared}, not {value.kind.value}"
+            kind = attrs[value.position].kind.value
+            return f"{value.slot.type_name}.{value.attribute} is {kind}, not {value.kind.value}"
         return None
     if isinstance(value, Negate):
         return _value(value.operand, types)
