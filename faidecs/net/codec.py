@@ -122,6 +122,8 @@ def _reason(info: mi.Type, value: Any, message: str, key: bool) -> str:
         return f"integer {value} outside [{lo}, {hi}]"
     if isinstance(info, mi.LiteralType):
         return f"expected one of {sorted(info.values, key=str)}, got {what(value)} {show(value)}"
+    if isinstance(info, mi.StrType) and type(value) is str and info.max_length is not None:
+        return f"expected {info.min_length or 0} to {info.max_length} characters, got {len(value)}"
     if isinstance(info, mi.StrType) and type(value) is str:  # a length or pattern constraint
         return message[:1].lower() + message[1:] + f", got {show(value)}"
     return f"expected {_expected(info)}, got {what(value)}"
@@ -212,10 +214,16 @@ class FrameCodec(Generic[E]):
     """Decodes ``[version, code, fields...]`` into the frame of kind ``code``, raising ``error``.
 
     ``kinds``: code -> (the message's name, its frame). ``version``: the format version this side
-    reads and writes."""
+    reads and writes. ``shape``: what a message looks like, for the error about one that does not."""
 
-    def __init__(self, version: int, error: type[E], kinds: Mapping[int, tuple[str, type[Frame]]]):
-        self.version = version
+    def __init__(
+        self,
+        version: int,
+        error: type[E],
+        kinds: Mapping[int, tuple[str, type[Frame]]],
+        shape: str = "a message [version, kind, fields...]",
+    ):
+        self.version, self.shape = version, shape
         self.error = error
         self.kinds = dict(kinds)
         self._head = msgspec.msgpack.Decoder(_Head)
@@ -299,7 +307,7 @@ class FrameCodec(Generic[E]):
 
     def _not_a_frame(self, data: bytes) -> E:
         items = self._untyped(data)
-        return self.error(f"expected a message [version, kind, fields...], got {what(items)} {show(items)}")
+        return self.error(f"expected {self.shape}, got {what(items)} {show(items)}")
 
 
 __all__ = ["INT64_MAX", "INT64_MIN", "Frame", "FrameCodec", "explain", "what"]
