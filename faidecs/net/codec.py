@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -129,6 +130,12 @@ def _reason(info: mi.Type, value: Any, message: str, key: bool) -> str:
     return f"expected {_expected(info)}, got {what(value)}"
 
 
+@lru_cache(maxsize=256)
+def _type_info(frame: type) -> mi.Type:
+    """msgspec's description of ``frame``, once per frame: a peer may send many bad messages."""
+    return mi.type_info(frame)
+
+
 def explain(error: msgspec.ValidationError, frame: type, items: Any) -> BadField:
     """``error``, raised decoding ``frame``, as a :class:`BadField` whose path names the frame's
     fields; ``items``: the same bytes decoded without a type (``_MISSING`` where unknown)."""
@@ -137,7 +144,7 @@ def explain(error: msgspec.ValidationError, frame: type, items: Any) -> BadField
     assert match is not None
     reason, path = match["reason"], match["path"] or ""
     key = "`key` in `$" in text
-    info: mi.Type = mi.type_info(frame)
+    info: mi.Type = _type_info(frame)
     value = items
     steps: list[str | int] = []
     for number, name in _STEP.findall(path):

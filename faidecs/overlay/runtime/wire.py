@@ -276,7 +276,7 @@ _EXACT: Final = 2**53
 def _utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate; msgpack's strict UTF-8 decoding lets none through
+    except UnicodeEncodeError:  # a lone surrogate; msgspec's strict UTF-8 decoding lets none through
         return False
     return True
 
