@@ -191,7 +191,7 @@ class RunLog:
                     try:
                         msgspec.convert(record.event, _EventFields)
                     except msgspec.ValidationError as exc:
-                        key = _field_of(exc)
+                        key, _ = _field_of(exc)
                         kind = _TYPE_NAMES.get(_EVENT_FIELDS.get(key or "", object), "?")
                         raise RunLogError(f"{where}: event needs {key!r} ({kind})") from None
                     log.published.append(Published(record.time, record.event))
@@ -281,13 +281,18 @@ _INSIDE = {
     "joined": '\'joined\' is {"time": int, "peer": process or null}',
     "relation": "a relation is a list of event ids",
 }
-_AT_FIELD = re.compile(r"(?:missing required field `(\w+)`|- at `\$\.(\w+)[^`]*`)$")
+_AT_FIELD = re.compile(r"- at `\$\.(\w+)([^`]*)`$")
+_MISSING_FIELD = re.compile(r"missing required field `(\w+)`")
 
 
-def _field_of(exc: msgspec.ValidationError) -> str | None:
-    """The top-level field a msgspec error is about."""
-    match = _AT_FIELD.search(str(exc))
-    return None if match is None else match[1] or match[2]
+def _field_of(exc: msgspec.ValidationError) -> tuple[str | None, bool]:
+    """The top-level field a msgspec error is about, and whether the problem lies inside it."""
+    text = str(exc)
+    at = _AT_FIELD.search(text)
+    if at is not None:
+        return at[1], bool(at[2]) or _MISSING_FIELD.search(text) is not None
+    missing = _MISSING_FIELD.search(text)
+    return (None if missing is None else missing[1]), False
 
 
 def _explain(exc: msgspec.ValidationError, text: str, *, first: bool) -> str:
@@ -300,11 +305,11 @@ def _explain(exc: msgspec.ValidationError, text: str, *, first: bool) -> str:
     kind = _KINDS.get(record["record"])
     if kind is None:
         return f"unknown record kind {record['record']!r}"
-    key = _field_of(exc)
+    key, inside = _field_of(exc)
     if key is None:
         return str(exc)
-    if key in _INSIDE and not str(exc).endswith(f"`$.{key}`") and "missing required field" not in str(exc):
-        return _INSIDE[key]  # the problem lies inside the field
+    if inside and key in _INSIDE:
+        return _INSIDE[key]
     annotation = next((f.type for f in msgspec.structs.fields(kind) if f.name == key), object)
     origin = get_origin(annotation) or annotation
     if origin in (Union, UnionType):  # an optional field: what it is when present
