@@ -41,7 +41,7 @@ import re
 from collections.abc import Callable
 from dataclasses import fields as dataclass_fields
 from functools import lru_cache
-from typing import Annotated, Any, Final, Literal, Union, get_args
+from typing import Annotated, Any, Final, Literal, Union
 
 import msgspec
 
@@ -100,7 +100,6 @@ MAX_DEPTH: Final = 100
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the grammar's NAME: types and attributes
 _KINDS = {k.value: k for k in Kind}
-_ENTRY_KINDS = frozenset(get_args(EntryKind))
 _ARITH_OPS = frozenset("+-*/")
 _LITERAL_KINDS = {bool: Kind.BOOL, int: Kind.INT, float: Kind.FLOAT, str: Kind.STR}
 
@@ -108,8 +107,6 @@ _LITERAL_KINDS = {bool: Kind.BOOL, int: Kind.INT, float: Kind.FLOAT, str: Kind.S
 class WireError(FaidecsError):
     """Bytes that are not a well-formed overlay message (or a message that cannot be encoded)."""
 
-
-_what = what
 
 # --- the wire's types ----------------------------------------------------------------------------
 
@@ -187,7 +184,7 @@ class DecisionWire(_Array):
 
 def _name(v: Any) -> str:
     if type(v) is not str or not _NAME.fullmatch(v):
-        raise BadField(f"expected a type or attribute name, got {_what(v)} {show(v)}")
+        raise BadField(f"expected a type or attribute name, got {what(v)} {show(v)}")
     return v
 
 
@@ -511,7 +508,7 @@ def _json(v: Any, depth: int) -> None:
             except BadField as bad:
                 raise bad.at(key) from None
     else:
-        raise BadField(f"{_what(v)} is not JSON data")
+        raise BadField(f"{what(v)} is not JSON data")
 
 
 def _snapshot(v: dict[str, Any]) -> dict[str, Any]:
