@@ -3,7 +3,9 @@
 A message travels in an envelope, one msgpack array ``[1, code, src, dst, field, ...]``: the format
 version, the message kind's code (:data:`CODES`), the sending and the receiving entity's address
 (an entity is a topic manager, an atom, a subscriber's ordering module...; one OS process hosts
-several) and the message's fields in declaration order. Nested values:
+several) and the message's fields in declaration order. Each kind's layout is one
+:class:`msgspec.Struct` (its frame, on :mod:`faidecs.net.codec`, as the overlay's messages are).
+Nested values:
 
 - a timestamp (multistage): an array of ``[topic, value]`` pairs in topic order; a partial one (a
   chain not yet complete) may hold ``nil`` values;
@@ -11,24 +13,25 @@ several) and the message's fields in declaration order. Nested values:
 - an atom's stamps: an array of ``[group, group, number]``, the pair in name order;
 - a Switch's counts ``[[group, count], ...]`` and view ``[[group, ...], [[group, group], ...]]``.
 
-:meth:`OrderingCodec.decode` is the gate for bytes from the network. It checks every field's type
-and range, that topics are the deployment's topics and addresses its addresses (when the codec was
-given them), and the messages' own invariants (a notification's topic is in its timestamp, a
-subscription chain carries one entry per topic of the subscription); anything else raises
-:class:`OrderingWireError` naming the message and the field. Nothing is unpickled, and no msgpack
-bin or ext value is accepted. :meth:`OrderingCodec.encode` trusts the message, which an entity built.
+:meth:`OrderingCodec.decode` is the gate for bytes from the network. msgspec checks every field's
+type and range against the frames; the codec then checks that topics are the deployment's topics
+and addresses its addresses (when it was given them), and the messages' own invariants (a
+notification's topic is in its timestamp, a subscription chain carries one entry per topic of the
+subscription); anything else raises :class:`OrderingWireError` naming the message and the field.
+Nothing is unpickled, and no msgpack bin or ext value is accepted. :meth:`OrderingCodec.encode`
+trusts the message, which an entity built.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, NamedTuple
+from typing import Annotated, Any, Final, Literal, NamedTuple, TypeVar
 
-import msgpack
+import msgspec
 
 from faidecs.errors import FaidecsError
 from faidecs.fieldpath import BadField, show
+from faidecs.net.codec import Frame, FrameCodec
 from faidecs.ordering.atoms.message import EpochView, Sequenced, Switch
 from faidecs.ordering.multistage.messages import (
     CompletedSubVc,
@@ -63,79 +66,95 @@ class Envelope(NamedTuple):
     message: Any
 
 
-def _what(value: Any) -> str:
-    return type(value).__name__
+# -- the wire's types ---------------------------------------------------------------------------------
+
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_NAME)]
+Natural = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
+Positive = Annotated[int, msgspec.Meta(ge=1, le=MAX_COUNT)]
+Topics = Annotated[list[Name], msgspec.Meta(max_length=MAX_ENTRIES)]
+Stamp = Annotated[list[tuple[Name, Natural]], msgspec.Meta(max_length=MAX_ENTRIES)]
+PartialStamp = Annotated[list[tuple[Name, Natural | None]], msgspec.Meta(max_length=MAX_ENTRIES)]
 
 
-# -- field decoders (each raises BadField; the caller adds where) ------------------------------------
+class _Frame(Frame):
+    src: Name
+    dst: Name
 
 
-def _name(v: Any) -> str:
-    if type(v) is not str:
-        raise BadField(f"expected a string, got {_what(v)} {show(v)}")
-    if not 0 < len(v) <= MAX_NAME:
-        raise BadField(f"expected 1 to {MAX_NAME} characters, got {len(v)}")
-    return v
+class CreatePubTsFrame(_Frame):
+    event_id: Name
+    publisher: Name
+    topic: Name
 
 
-def _count(lo: int) -> Callable[[Any], int]:
-    def decode(v: Any) -> int:
-        if type(v) is not int:  # bool is not int here
-            raise BadField(f"expected an integer, got {_what(v)} {show(v)}")
-        if not lo <= v <= MAX_COUNT:
-            raise BadField(f"{v} is out of range [{lo}, 2^63 - 1]")
-        return v
-
-    return decode
+class FillInFrame(_Frame):
+    kind: Literal["pub", "sub"]
+    ts: PartialStamp
+    origin: Name
+    ident: Name
+    subscription: Topics
 
 
-def _chain_kind(v: Any) -> str:
-    if v not in ("pub", "sub") or type(v) is not str:
-        raise BadField(f"expected 'pub' or 'sub', got {show(v)}")
-    return str(v)
+class EventTsFrame(_Frame):
+    event_id: Name
+    ts: Stamp
 
 
-_natural = _count(0)
-_positive = _count(1)
+class CompletedSubVcFrame(_Frame):
+    sub_id: Name
+    ts: Stamp
 
 
-def _optional_natural(v: Any) -> int | None:
-    return None if v is None else _natural(v)
+class UpdateSubFrame(_Frame):
+    subscriber: Name
+    subscription: Topics
 
 
-def _array(v: Any, length: int | None = None) -> list[Any]:
-    if type(v) is not list:
-        raise BadField(f"expected an array, got {_what(v)} {show(v)}")
-    if length is not None and len(v) != length:
-        raise BadField(f"expected {length} items, got {len(v)}")
-    if len(v) > MAX_ENTRIES:
-        raise BadField(f"{len(v)} items, at most {MAX_ENTRIES}")
-    return v
+class NotificationFrame(_Frame):
+    event_id: Name
+    topic: Name
+    ts: Stamp
 
 
-def _items(v: Any, decode: Callable[[Any], Any]) -> list[Any]:
-    out = []
-    for i, item in enumerate(_array(v)):
-        try:
-            out.append(decode(item))
-        except BadField as bad:
-            raise bad.at(i) from None
-    return out
+class DummyFrame(_Frame):
+    sub_id: Name
+    topic: Name
+    ts: Stamp
 
 
-class _Fields:
-    """Decodes one message's fields in order, naming each in errors."""
+class SequencedFrame(_Frame):
+    event_id: Name
+    group: Name
+    epoch: Natural
+    local: Natural
+    stamps: Annotated[list[tuple[Name, Name, Positive]], msgspec.Meta(max_length=MAX_ENTRIES)]
 
-    def __init__(self, items: list[Any], names: tuple[str, ...]):
-        if len(items) != len(names):
-            raise BadField(f"expected {len(names)} fields ({', '.join(names)}), got {len(items)}")
-        self.items, self.names = items, names
 
-    def __call__(self, i: int, decode: Callable[[Any], Any]) -> Any:
-        try:
-            return decode(self.items[i])
-        except BadField as bad:
-            raise bad.at(self.names[i]) from None
+class ViewWire(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    groups: Topics
+    atoms: Annotated[list[tuple[Name, Name]], msgspec.Meta(max_length=MAX_ENTRIES)]
+
+
+class SwitchFrame(_Frame):
+    closed: Natural | None
+    counts: Annotated[list[tuple[Name, Natural]], msgspec.Meta(max_length=MAX_ENTRIES)]
+    opened: Natural | None
+    view: ViewWire | None
+
+
+T = TypeVar("T")
+
+
+def _at(step: str | int, decode: Callable[[Any], T], value: Any) -> T:
+    try:
+        return decode(value)
+    except BadField as bad:
+        raise bad.at(step) from None
+
+
+def _ordered(topics: list[str]) -> None:
+    if topics != sorted(set(topics)):
+        raise BadField("topics must be in order, without repeats")
 
 
 class OrderingCodec:
@@ -148,43 +167,31 @@ class OrderingCodec:
     def __init__(self, topics: Iterable[str] | None = None, hosts: Mapping[str, str] | None = None):
         self.topics = frozenset(topics) if topics is not None else None
         self.hosts = dict(hosts) if hosts is not None else None
-        self._local = threading.local()
 
     # -- values that depend on the deployment --------------------------------------------------
 
-    def _topic(self, v: Any) -> str:
-        name = _name(v)
+    def _topic(self, name: str) -> str:
         if self.topics is not None and name not in self.topics:
             raise BadField(f"unknown topic {show(name)}")
         return name
 
-    def _address(self, v: Any) -> str:
-        name = _name(v)
+    def _address(self, name: str) -> str:
         if self.hosts is not None and name not in self.hosts:
             raise BadField(f"unknown address {show(name)}")
         return name
 
-    def _topic_set(self, v: Any) -> frozenset[str]:
-        topics = _items(v, self._topic)
-        if topics != sorted(set(topics)):
-            raise BadField("topics must be in order, without repeats")
+    def _topic_set(self, topics: list[str]) -> frozenset[str]:
+        for i, topic in enumerate(topics):
+            _at(i, self._topic, topic)
+        _ordered(topics)
         return frozenset(topics)
 
-    def _timestamp(self, v: Any, *, partial: bool = False) -> dict[str, Any]:
-        value = _optional_natural if partial else _natural
-
-        def pair(p: Any) -> tuple[str, Any]:
-            topic, n = _array(p, 2)
+    def _timestamp(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        for i, (topic, _) in enumerate(pairs):
             try:
-                t = self._topic(topic)
+                self._topic(topic)
             except BadField as bad:
-                raise bad.at(0) from None
-            try:
-                return t, value(n)
-            except BadField as bad:
-                raise bad.at(1) from None
-
-        pairs = _items(v, pair)
+                raise bad.at(0).at(i) from None
         if not pairs:
             raise BadField("a timestamp has at least one entry")
         topics = [t for t, _ in pairs]
@@ -192,99 +199,91 @@ class OrderingCodec:
             raise BadField("entries must be in topic order, without repeats")
         return dict(pairs)
 
-    def _atom(self, v: Any) -> tuple[str, str]:
-        g, h = _array(v, 2)
-        try:
-            a = self._topic(g)
-        except BadField as bad:
-            raise bad.at(0) from None
-        try:
-            b = self._topic(h)
-        except BadField as bad:
-            raise bad.at(1) from None
+    def _atom(self, g: str, h: str) -> tuple[str, str]:
+        a, b = _at(0, self._topic, g), _at(1, self._topic, h)
         if not a < b:
             raise BadField(f"an atom is a pair of distinct groups in name order, got {show([a, b])}")
         return a, b
 
     # -- messages ------------------------------------------------------------------------------
 
-    def _create(self, f: _Fields) -> CreatePubTs:
-        return CreatePubTs(f(0, _name), f(1, self._address), f(2, self._topic))
+    def _create(self, f: CreatePubTsFrame) -> CreatePubTs:
+        return CreatePubTs(f.event_id, _at("publisher", self._address, f.publisher), _at("topic", self._topic, f.topic))
 
-    def _fill_in(self, f: _Fields) -> FillIn:
-        kind = f(0, _chain_kind)
-        ts = f(1, lambda v: self._timestamp(v, partial=True))
-        message = FillIn(kind, ts, f(2, self._address), f(3, _name), f(4, self._topic_set))
-        if kind == "sub" and set(ts) != message.subscription:
+    def _fill_in(self, f: FillInFrame) -> FillIn:
+        ts = _at("ts", self._timestamp, f.ts)
+        origin = _at("origin", self._address, f.origin)
+        message = FillIn(f.kind, ts, origin, f.ident, _at("subscription", self._topic_set, f.subscription))
+        if f.kind == "sub" and set(ts) != message.subscription:
             raise BadField("a subscription chain has one entry per topic of the subscription").at("ts")
-        if kind == "pub" and message.subscription:
+        if f.kind == "pub" and message.subscription:
             raise BadField("a publication chain carries no subscription").at("subscription")
         return message
 
-    def _event_ts(self, f: _Fields) -> EventTs:
-        return EventTs(f(0, _name), f(1, self._timestamp))
+    def _event_ts(self, f: EventTsFrame) -> EventTs:
+        return EventTs(f.event_id, _at("ts", self._timestamp, f.ts))
 
-    def _completed(self, f: _Fields) -> CompletedSubVc:
-        return CompletedSubVc(f(0, _name), f(1, self._timestamp))
+    def _completed(self, f: CompletedSubVcFrame) -> CompletedSubVc:
+        return CompletedSubVc(f.sub_id, _at("ts", self._timestamp, f.ts))
 
-    def _update_sub(self, f: _Fields) -> UpdateSub:
-        return UpdateSub(f(0, self._address), f(1, self._topic_set))
+    def _update_sub(self, f: UpdateSubFrame) -> UpdateSub:
+        return UpdateSub(
+            _at("subscriber", self._address, f.subscriber), _at("subscription", self._topic_set, f.subscription)
+        )
 
-    def _notification(self, f: _Fields) -> Notification:
-        message = Notification(f(0, _name), f(1, self._topic), f(2, self._timestamp))
+    def _notification(self, f: NotificationFrame) -> Notification:
+        message = Notification(f.event_id, _at("topic", self._topic, f.topic), _at("ts", self._timestamp, f.ts))
         if message.topic not in message.ts:
             raise BadField(f"holds no entry for the event's topic {message.topic!r}").at("ts")
         return message
 
-    def _dummy(self, f: _Fields) -> Dummy:
-        message = Dummy(f(0, _name), f(1, self._topic), f(2, self._timestamp))
+    def _dummy(self, f: DummyFrame) -> Dummy:
+        message = Dummy(f.sub_id, _at("topic", self._topic, f.topic), _at("ts", self._timestamp, f.ts))
         if message.topic not in message.ts:
             raise BadField(f"holds no entry for the dummy's topic {message.topic!r}").at("ts")
         return message
 
-    def _sequenced(self, f: _Fields) -> Sequenced:
-        def stamp(v: Any) -> tuple[tuple[str, str], int]:
-            g, h, n = _array(v, 3)
-            return self._atom([g, h]), _positive(n)
-
-        group = f(1, self._topic)
-        stamps = f(4, lambda v: _items(v, stamp))
-        atoms = [a for a, _ in stamps]
-        if len(set(atoms)) != len(atoms):
-            raise BadField("an atom stamps a message once").at("stamps")
-        if any(group not in a for a in atoms):
-            raise BadField("only atoms of the message's group stamp it").at("stamps")
-        return Sequenced(f(0, _name), group, f(2, _natural), f(3, _natural), dict(stamps))
-
-    def _switch(self, f: _Fields) -> Switch:
-        def optional_epoch(v: Any) -> int | None:
-            return None if v is None else _natural(v)
-
-        def count(v: Any) -> tuple[str, int]:
-            g, n = _array(v, 2)
-            return self._topic(g), _natural(n)
-
-        def view(v: Any) -> EpochView | None:
-            if v is None:
-                return None
-            groups, atoms = _array(v, 2)
+    def _sequenced(self, f: SequencedFrame) -> Sequenced:
+        group = _at("group", self._topic, f.group)
+        stamps: dict[tuple[str, str], int] = {}
+        for i, (g, h, n) in enumerate(f.stamps):
             try:
-                gs = self._topic_set(groups)
+                atom = self._atom(g, h)
             except BadField as bad:
-                raise bad.at("groups") from None
-            try:
-                ats = _items(atoms, self._atom)
-            except BadField as bad:
-                raise bad.at("atoms") from None
-            return EpochView(gs, frozenset(ats))
+                raise bad.at(i).at("stamps") from None
+            if atom in stamps:
+                raise BadField("an atom stamps a message once").at("stamps")
+            if group not in atom:
+                raise BadField("only atoms of the message's group stamp it").at("stamps")
+            stamps[atom] = n
+        return Sequenced(f.event_id, group, f.epoch, f.local, stamps)
 
-        counts = f(1, lambda v: _items(v, count))
-        if len({g for g, _ in counts}) != len(counts):
-            raise BadField("a group is counted once").at("counts")
-        message = Switch(f(0, optional_epoch), dict(counts), f(2, optional_epoch), f(3, view))
-        if (message.opened is None) != (message.view is None):
+    def _switch(self, f: SwitchFrame) -> Switch:
+        counts: dict[str, int] = {}
+        for i, (g, n) in enumerate(f.counts):
+            try:
+                topic = _at(0, self._topic, g)
+            except BadField as bad:
+                raise bad.at(i).at("counts") from None
+            if topic in counts:
+                raise BadField("a group is counted once").at("counts")
+            counts[topic] = n
+        view = None
+        if f.view is not None:
+            try:
+                groups = _at("groups", self._topic_set, f.view.groups)
+            except BadField as bad:
+                raise bad.at("view") from None
+            atoms = []
+            for i, (g, h) in enumerate(f.view.atoms):
+                try:
+                    atoms.append(self._atom(g, h))
+                except BadField as bad:
+                    raise bad.at(i).at("atoms").at("view") from None
+            view = EpochView(groups, frozenset(atoms))
+        if (f.opened is None) != (view is None):
             raise BadField("an opened epoch comes with its view, and only then").at("view")
-        return message
+        return Switch(f.closed, counts, f.opened, view)
 
     # -- the gate ------------------------------------------------------------------------------
 
@@ -294,45 +293,22 @@ class OrderingCodec:
         record = _BY_CLASS.get(type(m))
         if record is None:
             raise OrderingWireError(f"cannot encode {type(m).__name__}: not an ordering message")
-        packer = getattr(self._local, "packer", None)
-        if packer is None:
-            packer = self._local.packer = msgpack.Packer(use_bin_type=True)
-        try:
-            data: bytes = packer.pack([VERSION, record[0], src, dst, *record[2](m)])
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise OrderingWireError(f"cannot encode {type(m).__name__}: {exc}") from None
-        return data
+        code, frame, fields, _ = record
+        return _CODEC.encode(type(m).__name__, frame(VERSION, code, src, dst, *fields(m)))
 
     def decode(self, data: bytes) -> Envelope:
         """The envelope ``data`` holds, checked; :class:`OrderingWireError` saying what and where otherwise."""
-        try:
-            items = msgpack.unpackb(
-                data, raw=False, strict_map_key=True, max_bin_len=0, max_ext_len=0, ext_hook=_no_ext
-            )
-        except msgpack.ExtraData as exc:
-            raise OrderingWireError(f"{len(exc.extra)} trailing byte(s) after the message") from None
-        except Exception as exc:  # msgpack raises several kinds
-            raise OrderingWireError(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
-        if type(items) is not list or len(items) < 4:
-            raise OrderingWireError(f"expected [version, kind, src, dst, fields...], got {_what(items)} {show(items)}")
-        version, code = items[0], items[1]
-        if type(version) is not int or version != VERSION:
-            raise OrderingWireError(f"unknown format version {show(version)} (this side reads version {VERSION})")
-        record = _BY_CODE.get(code) if type(code) is int else None
-        if record is None:
-            raise OrderingWireError(f"unknown message kind {show(code)}")
-        cls, names, _, decoder = record
-        try:
-            src = _Fields([items[2]], ("src",))(0, self._address)
-            dst = _Fields([items[3]], ("dst",))(0, self._address)
-            message = decoder(self, _Fields(items[4:], names))
-        except BadField as bad:
-            raise OrderingWireError(f"{cls.__name__}{'.' + bad.where() if bad.path else ''}: {bad.reason}") from None
-        except Exception as exc:  # noqa: BLE001 (a bug here must cost one message, not the receiving process
-            raise OrderingWireError(
-                f"{cls.__name__}: internal error while decoding ({type(exc).__name__}: {exc})"
-            ) from exc
-        return Envelope(src, dst, message)
+        name, frame = _CODEC.decode(data)
+        assert isinstance(frame, _Frame)
+        build = _BY_CODE[frame.code]
+
+        def checked() -> Envelope:
+            src = _at("src", self._address, frame.src)
+            dst = _at("dst", self._address, frame.dst)
+            return Envelope(src, dst, build(self, frame))
+
+        envelope: Envelope = _CODEC.guard(name, checked)
+        return envelope
 
     def refuse(self, sender: str, envelope: Envelope) -> tuple[str, str] | None:
         """Why a process may not send this envelope, as (kind, reason); None if it may."""
@@ -342,53 +318,38 @@ class OrderingCodec:
         return None
 
 
-def _no_ext(code: int, data: bytes) -> Any:
-    raise ValueError(f"msgpack extension type {code}")
-
-
 def _pairs(ts: Mapping[str, Any]) -> list[list[Any]]:
     return [[t, ts[t]] for t in sorted(ts)]
 
 
-Record = tuple[int, tuple[str, ...], Callable[[Any], list[Any]], Callable[[OrderingCodec, _Fields], Any]]
-
-_RECORDS: dict[type, Record] = {
-    CreatePubTs: (
-        1,
-        ("event_id", "publisher", "topic"),
-        lambda m: [m.event_id, m.publisher, m.topic],
-        OrderingCodec._create,
-    ),
+#: message class -> (code, frame, the frame's fields of a message, the check that builds one)
+_RECORDS: dict[type, tuple[int, type[_Frame], Callable[[Any], list[Any]], Callable[[OrderingCodec, Any], Any]]] = {
+    CreatePubTs: (1, CreatePubTsFrame, lambda m: [m.event_id, m.publisher, m.topic], OrderingCodec._create),
     FillIn: (
         2,
-        ("kind", "ts", "origin", "ident", "subscription"),
+        FillInFrame,
         lambda m: [m.kind, _pairs(m.ts), m.origin, m.ident, sorted(m.subscription)],
         OrderingCodec._fill_in,
     ),
-    EventTs: (3, ("event_id", "ts"), lambda m: [m.event_id, _pairs(m.ts)], OrderingCodec._event_ts),
-    CompletedSubVc: (4, ("sub_id", "ts"), lambda m: [m.sub_id, _pairs(m.ts)], OrderingCodec._completed),
-    UpdateSub: (
-        5,
-        ("subscriber", "subscription"),
-        lambda m: [m.subscriber, sorted(m.subscription)],
-        OrderingCodec._update_sub,
-    ),
+    EventTs: (3, EventTsFrame, lambda m: [m.event_id, _pairs(m.ts)], OrderingCodec._event_ts),
+    CompletedSubVc: (4, CompletedSubVcFrame, lambda m: [m.sub_id, _pairs(m.ts)], OrderingCodec._completed),
+    UpdateSub: (5, UpdateSubFrame, lambda m: [m.subscriber, sorted(m.subscription)], OrderingCodec._update_sub),
     Notification: (
         6,
-        ("event_id", "topic", "ts"),
+        NotificationFrame,
         lambda m: [m.event_id, m.topic, _pairs(m.ts)],
         OrderingCodec._notification,
     ),
-    Dummy: (7, ("sub_id", "topic", "ts"), lambda m: [m.sub_id, m.topic, _pairs(m.ts)], OrderingCodec._dummy),
+    Dummy: (7, DummyFrame, lambda m: [m.sub_id, m.topic, _pairs(m.ts)], OrderingCodec._dummy),
     Sequenced: (
         16,
-        ("event_id", "group", "epoch", "local", "stamps"),
+        SequencedFrame,
         lambda m: [m.event_id, m.group, m.epoch, m.local, [[a[0], a[1], n] for a, n in sorted(m.stamps.items())]],
         OrderingCodec._sequenced,
     ),
     Switch: (
         17,
-        ("closed", "counts", "opened", "view"),
+        SwitchFrame,
         lambda m: [
             m.closed,
             [[g, n] for g, n in sorted(m.counts.items())],
@@ -401,8 +362,12 @@ _RECORDS: dict[type, Record] = {
 #: message class -> its kind's code on the wire
 CODES: Final = {cls: r[0] for cls, r in _RECORDS.items()}
 _BY_CLASS = _RECORDS
-_BY_CODE: dict[
-    int, tuple[type, tuple[str, ...], Callable[[Any], list[Any]], Callable[[OrderingCodec, _Fields], Any]]
-] = {r[0]: (cls, r[1], r[2], r[3]) for cls, r in _RECORDS.items()}
+_BY_CODE = {r[0]: r[3] for r in _RECORDS.values()}
+_CODEC = FrameCodec(
+    VERSION,
+    OrderingWireError,
+    {r[0]: (cls.__name__, r[1]) for cls, r in _RECORDS.items()},
+    shape="[version, kind, src, dst, fields...]",
+)
 
 __all__ = ["CODES", "VERSION", "Envelope", "OrderingCodec", "OrderingMessage", "OrderingWireError"]

@@ -18,10 +18,14 @@ A process that publishes in reaction to its deliveries appears as the ``publishe
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any
+from types import UnionType
+from typing import IO, Any, Union, get_args, get_origin
+
+import msgspec
 
 from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
@@ -151,6 +155,9 @@ class RunLog:
 
     @classmethod
     def read(cls, lines: Iterable[str], name: str = "<run log>") -> RunLog:
+        """The run log of ``lines`` (blank ones skipped); :class:`RunLogError` naming the file, the
+        line and what is wrong otherwise. Each line is decoded by msgspec into its record's struct
+        (a tagged union on ``record``), which checks the fields' types."""
         log: RunLog | None = None
         last_time: int | None = None
         for number, text in enumerate(lines, start=1):
@@ -158,74 +165,158 @@ class RunLog:
                 continue
             where = f"{name}:{number}"
             try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise RunLogError(f"{where}: invalid JSON: {exc.msg}") from None
-            if not isinstance(record, Mapping) or not isinstance(record.get("record"), str):
-                raise RunLogError(f"{where}: a record is a JSON object with a 'record' field")
-            kind = record["record"]
+                record = _RECORD.decode(text)
+            except msgspec.ValidationError as exc:
+                raise RunLogError(f"{where}: {_explain(exc, text, first=log is None)}") from None
+            except msgspec.DecodeError as exc:
+                raise RunLogError(f"{where}: invalid JSON: {exc}") from None
             if log is None:
-                if kind != "header" or record.get("format") != FORMAT:
-                    raise RunLogError(f"{where}: a run log starts with a header of format {FORMAT!r}")
-                log = cls(_field(record, "types", str, where))
+                if not isinstance(record, _Header) or record.format != FORMAT:
+                    raise RunLogError(f"{where}: {_STARTS}")
+                log = cls(record.types)
                 continue
-            if kind == "process":
-                pname = _field(record, "process", str, where)
-                if pname in log.processes:
-                    raise RunLogError(f"{where}: process {pname!r} declared twice")
-                log.processes[pname] = _field(record, "subscription", str, where)
-                if "joined" in record:
-                    joined = _field(record, "joined", dict, where)
-                    time = joined.get("time")
-                    peer = joined.get("peer")
-                    if (
-                        not isinstance(time, int)
-                        or isinstance(time, bool)
-                        or not (peer is None or isinstance(peer, str))
-                    ):
-                        raise RunLogError(f'{where}: \'joined\' is {{"time": int, "peer": process or null}}')
-                    log.joined[pname] = (time, peer)
-                if "left" in record:
-                    log.left[pname] = _field(record, "left", int, where)
-            elif kind in ("publish", "deliver", "notify"):
-                time = _field(record, "time", int, where)
-                if last_time is not None and time <= last_time:
-                    raise RunLogError(f"{where}: time {time} does not increase (previous {last_time})")
-                last_time = time
-                if kind == "publish":
-                    event = _field(record, "event", dict, where)
-                    for key, kind_ in (("id", str), ("type", str), ("publisher", str), ("seq", int)):
-                        if not isinstance(event.get(key), kind_) or isinstance(event.get(key), bool):
-                            raise RunLogError(f"{where}: event needs {key!r} ({kind_.__name__})")
-                    log.published.append(Published(time, event))
+            if isinstance(record, _Process):
+                if record.process in log.processes:
+                    raise RunLogError(f"{where}: process {record.process!r} declared twice")
+                log.processes[record.process] = record.subscription
+                if record.joined is not None:
+                    log.joined[record.process] = (record.joined.time, record.joined.peer)
+                if record.left is not None:
+                    log.left[record.process] = record.left
+            elif isinstance(record, _Publish | _Deliver | _Notify):
+                if last_time is not None and record.time <= last_time:
+                    raise RunLogError(f"{where}: time {record.time} does not increase (previous {last_time})")
+                last_time = record.time
+                if isinstance(record, _Publish):
+                    try:
+                        msgspec.convert(record.event, _EventFields)
+                    except msgspec.ValidationError as exc:
+                        key, _ = _field_of(exc)
+                        kind = _TYPE_NAMES.get(_EVENT_FIELDS.get(key or "", object), "?")
+                        raise RunLogError(f"{where}: event needs {key!r} ({kind})") from None
+                    log.published.append(Published(record.time, record.event))
+                elif record.process not in log.processes:
+                    what = "delivery by" if isinstance(record, _Deliver) else "notification of"
+                    raise RunLogError(f"{where}: {what} undeclared process {record.process!r}")
+                elif isinstance(record, _Notify):
+                    log.notified.append(Notified(record.time, record.process, record.event))
                 else:
-                    pname = _field(record, "process", str, where)
-                    if pname not in log.processes:
-                        what = "delivery by" if kind == "deliver" else "notification of"
-                        raise RunLogError(f"{where}: {what} undeclared process {pname!r}")
-                    if kind == "notify":
-                        log.notified.append(Notified(time, pname, _field(record, "event", str, where)))
-                        continue
-                    relation = _field(record, "relation", list, where)
-                    if not all(isinstance(x, str) for x in relation):
-                        raise RunLogError(f"{where}: a relation is a list of event ids")
-                    conj = _field(record, "conjunction", int, where)
-                    log.delivered.append(Delivered(time, pname, conj, tuple(relation)))
-            elif kind == "final":
-                pname = _field(record, "process", str, where)
-                log.final[pname] = _field(record, "queues", list, where)
-            else:
-                raise RunLogError(f"{where}: unknown record kind {kind!r}")
+                    log.delivered.append(
+                        Delivered(record.time, record.process, record.conjunction, tuple(record.relation))
+                    )
+            elif isinstance(record, _Final):
+                log.final[record.process] = record.queues
+            else:  # a second header
+                raise RunLogError(f"{where}: unknown record kind {record.__struct_config__.tag!r}")
         if log is None:
             raise RunLogError(f"{name}: empty run log")
         return log
 
 
-def _field(record: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
-    value = record.get(key)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise RunLogError(f"{where}: field {key!r} must be {kind.__name__}")
-    return value
+# --- reading: the records as msgspec structs -------------------------------------------------------
+
+
+class _Record(msgspec.Struct, tag_field="record"):
+    """One line of a run log; unknown fields are ignored (a later writer may add some)."""
+
+
+class _Header(_Record, tag="header"):
+    types: str
+    format: Any = None  # compared with FORMAT: any other value is the wrong format
+
+
+class _Joined(msgspec.Struct):
+    time: int
+    peer: str | None = None
+
+
+class _Process(_Record, tag="process"):
+    process: str
+    subscription: str
+    joined: _Joined | None = None
+    left: int | None = None
+
+
+class _Publish(_Record, tag="publish"):
+    time: int
+    event: dict[str, Any]  # kept as it is (the input JSON shape); _EventFields checks it
+
+
+class _EventFields(msgspec.Struct):
+    """What a published event must have, besides what its type declares."""
+
+    id: str
+    type: str
+    publisher: str
+    seq: int
+
+
+class _Deliver(_Record, tag="deliver"):
+    time: int
+    process: str
+    conjunction: int
+    relation: list[str]
+
+
+class _Notify(_Record, tag="notify"):
+    time: int
+    process: str
+    event: str
+
+
+class _Final(_Record, tag="final"):
+    process: str
+    queues: list[Any]
+
+
+_RECORD = msgspec.json.Decoder(_Header | _Process | _Publish | _Deliver | _Notify | _Final)
+_KINDS: dict[str, type[_Record]] = {
+    str(c.__struct_config__.tag): c for c in (_Header, _Process, _Publish, _Deliver, _Notify, _Final)
+}
+_STARTS = f"a run log starts with a header of format {FORMAT!r}"
+_TYPE_NAMES: dict[Any, str] = {str: "str", int: "int", list: "list", dict: "dict"}
+_EVENT_FIELDS = {f.name: f.type for f in msgspec.structs.fields(_EventFields)}
+#: What a field is, when the problem lies inside it.
+_INSIDE = {
+    "joined": '\'joined\' is {"time": int, "peer": process or null}',
+    "relation": "a relation is a list of event ids",
+}
+_AT_FIELD = re.compile(r"- at `\$\.(\w+)([^`]*)`$")
+_MISSING_FIELD = re.compile(r"missing required field `(\w+)`")
+
+
+def _field_of(exc: msgspec.ValidationError) -> tuple[str | None, bool]:
+    """The top-level field a msgspec error is about, and whether the problem lies inside it."""
+    text = str(exc)
+    at = _AT_FIELD.search(text)
+    if at is not None:
+        return at[1], bool(at[2]) or _MISSING_FIELD.search(text) is not None
+    missing = _MISSING_FIELD.search(text)
+    return (None if missing is None else missing[1]), False
+
+
+def _explain(exc: msgspec.ValidationError, text: str, *, first: bool) -> str:
+    """What is wrong with the record on line ``text``, which msgspec refused with ``exc``."""
+    record = msgspec.json.decode(text)  # valid JSON: the typed decoding got as far as the types
+    if not isinstance(record, dict) or not isinstance(record.get("record"), str):
+        return "a record is a JSON object with a 'record' field"
+    if first and (record["record"] != "header" or record.get("format") != FORMAT):
+        return _STARTS
+    kind = _KINDS.get(record["record"])
+    if kind is None:
+        return f"unknown record kind {record['record']!r}"
+    key, inside = _field_of(exc)
+    if key is None:
+        return str(exc)
+    if inside and key in _INSIDE:
+        return _INSIDE[key]
+    annotation = next((f.type for f in msgspec.structs.fields(kind) if f.name == key), object)
+    origin = get_origin(annotation) or annotation
+    if origin in (Union, UnionType):  # an optional field: what it is when present
+        origin = next(a for a in get_args(annotation) if a is not type(None))
+        origin = get_origin(origin) or origin
+    name = _TYPE_NAMES.get(origin, "dict" if isinstance(origin, type) and issubclass(origin, msgspec.Struct) else "?")
+    return f"field {key!r} must be {name}"
 
 
 class RunRecorder:

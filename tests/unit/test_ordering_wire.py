@@ -74,16 +74,23 @@ def test_envelope_errors() -> None:
     fails(raw(99, "e1"), "unknown message kind 99")
     fails(raw(1, "e1", "pub", "B", src="tm:Z"), "CreatePubTs.src", "unknown address")
     fails(raw(1, "e1", "pub", "B", dst=""), "CreatePubTs.dst", "1 to 256")
-    fails(raw(1, "e1", "pub"), "CreatePubTs", "expected 3 fields")
-    fails(msgpack.packb([VERSION, 1, "tm:A", "tm:B", b"e1", "pub", "B"], use_bin_type=True), "not a msgpack message")
+    fails(raw(1, "e1", "pub"), "CreatePubTs: missing field(s) topic")
+    fails(
+        msgpack.packb([VERSION, 1, "tm:A", "tm:B", b"e1", "pub", "B"], use_bin_type=True),
+        "CreatePubTs.event_id: expected a string, got bytes",
+    )
+    fails(
+        raw(1, "e1", "pub", "B", "C"),
+        "CreatePubTs: 1 extra field(s) after its 5 (src, dst, event_id, publisher, topic)",
+    )
 
 
 def test_multistage_field_errors() -> None:
     fails(raw(1, "e1", "pub", "Z"), "CreatePubTs.topic", "unknown topic 'Z'")
     fails(raw(1, 7, "pub", "B"), "CreatePubTs.event_id", "expected a string")
     fails(raw(1, "x" * 300, "pub", "B"), "CreatePubTs.event_id", "300")
-    fails(raw(2, "put", [["A", 1]], "pub", "e1", []), "FillIn.kind", "'pub' or 'sub'")
-    fails(raw(2, "pub", [["A", -1]], "pub", "e1", []), "FillIn.ts[0][1]", "out of range")
+    fails(raw(2, "put", [["A", 1]], "pub", "e1", []), "FillIn.kind", "expected one of ['pub', 'sub']")
+    fails(raw(2, "pub", [["A", -1]], "pub", "e1", []), "FillIn.ts[0][1]", "integer -1 outside [0, ")
     fails(raw(2, "pub", [["A", True]], "pub", "e1", []), "FillIn.ts[0][1]", "expected an integer")
     fails(raw(2, "pub", [["B", 1], ["A", 1]], "pub", "e1", []), "FillIn.ts", "topic order")
     fails(raw(2, "pub", [["A", 1], ["A", 2]], "pub", "e1", []), "FillIn.ts", "repeats")
@@ -94,16 +101,16 @@ def test_multistage_field_errors() -> None:
     fails(raw(3, "e1", [["A", None]]), "EventTs.ts[0][1]", "expected an integer")
     fails(raw(3, "e1", [["A", 2**63]]), "EventTs.ts[0][1]")
     fails(raw(3, "e1", {"A": 1}), "EventTs.ts", "expected an array")
-    fails(raw(4, "s", [["A"]]), "CompletedSubVc.ts[0]", "expected 2 items")
+    fails(raw(4, "s", [["A"]]), "CompletedSubVc.ts[0]: expected an array of 2 items, got 1")
     fails(raw(5, "nobody", ["A"]), "UpdateSub.subscriber", "unknown address")
     fails(raw(6, "e1", "C", [["A", 1]]), "Notification.ts", "no entry for the event's topic")
     fails(raw(7, "s", "C", [["A", 1]]), "Dummy.ts", "no entry")
 
 
 def test_atoms_field_errors() -> None:
-    fails(raw(16, "e", "A", -1, 0, []), "Sequenced.epoch", "out of range")
+    fails(raw(16, "e", "A", -1, 0, []), "Sequenced.epoch", "integer -1 outside [0, ")
     fails(raw(16, "e", "A", 0, 0, [["B", "A", 1]]), "Sequenced.stamps[0]", "name order")
-    fails(raw(16, "e", "A", 0, 0, [["A", "B", 0]]), "Sequenced.stamps", "out of range")
+    fails(raw(16, "e", "A", 0, 0, [["A", "B", 0]]), "Sequenced.stamps[0][2]", "integer 0 outside [1, ")
     fails(raw(16, "e", "A", 0, 0, [["A", "B", 1], ["A", "B", 2]]), "Sequenced.stamps", "once")
     fails(raw(16, "e", "C", 0, 0, [["A", "B", 1]]), "Sequenced.stamps", "group")
     fails(raw(16, "e", "A", 0, 0, [["A", "Q", 1]]), "Sequenced.stamps[0][1]", "unknown topic")

@@ -236,6 +236,27 @@ def deliver_line(time: int, process: str = "p", relation: Any = ("x",), conjunct
         ),
         pytest.param([HEADER, PROCESS, PROCESS], "<run log>:3: process 'p' declared twice", id="process-twice"),
         pytest.param(
+            [HEADER, json.dumps({"record": "process", "process": "p", "subscription": "s", "joined": {"time": "1"}})],
+            '<run log>:2: \'joined\' is {"time": int, "peer": process or null}',
+            id="joined-time-not-int",
+        ),
+        pytest.param(
+            [HEADER, json.dumps({"record": "process", "process": "p", "subscription": "s", "joined": [1]})],
+            "<run log>:2: field 'joined' must be dict",
+            id="joined-not-dict",
+        ),
+        pytest.param(
+            [HEADER, json.dumps({"record": "process", "process": "p", "subscription": "s", "left": 1.5})],
+            "<run log>:2: field 'left' must be int",
+            id="left-not-int",
+        ),
+        pytest.param(
+            [HEADER, PROCESS, json.dumps({"record": "notify", "time": 1, "process": "p", "event": 3})],
+            "<run log>:3: field 'event' must be str",
+            id="notify-event-not-str",
+        ),
+        pytest.param([HEADER, HEADER], "<run log>:2: unknown record kind 'header'", id="second-header"),
+        pytest.param(
             [HEADER, json.dumps({"record": "process", "process": "p"})],
             "<run log>:2: field 'subscription' must be str",
             id="process-without-subscription",

@@ -1,0 +1,119 @@
+"""The framing the wire formats share (``faidecs/net/codec.py``), on a made-up message kind: a
+msgspec error becomes one that names the message and the field path in the frame's own names."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Union
+
+import msgpack
+import msgspec
+import pytest
+
+from faidecs.errors import FaidecsError
+from faidecs.fieldpath import BadField
+from faidecs.net.codec import INT64_MAX, Frame, FrameCodec
+
+Nat = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+
+
+class Point(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    x: Nat
+    label: str | None
+
+
+class Leaf(msgspec.Struct, array_like=True, forbid_unknown_fields=True, tag="leaf"):
+    n: int
+
+
+class Pair(msgspec.Struct, array_like=True, forbid_unknown_fields=True, tag="pair"):
+    left: Tree
+    right: Tree
+
+
+Tree = Union[Leaf, Pair]  # noqa: UP007 (a runtime alias msgspec reads)
+
+
+class DrawFrame(Frame):
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=8)]
+    points: list[Point]
+    tree: Tree
+    tags: dict[str, int]
+
+
+class ToyError(FaidecsError):
+    pass
+
+
+CODEC = FrameCodec(3, ToyError, {7: ("Draw", DrawFrame)})
+GOOD: list[Any] = [3, 7, "sketch", [[1, "a"], [2, None]], ["pair", ["leaf", 1], ["leaf", -2]], {"k": 1}]
+
+
+def fails(items: Any) -> str:
+    with pytest.raises(ToyError) as info:
+        CODEC.decode(msgpack.packb(items))
+    return str(info.value)
+
+
+def with_part(path: tuple[int, ...], value: Any) -> list[Any]:
+    items = msgpack.unpackb(msgpack.packb(GOOD), strict_map_key=False)
+    node = items
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    return items
+
+
+def test_round_trip() -> None:
+    name, frame = CODEC.decode(msgpack.packb(GOOD))
+    assert name == "Draw" and isinstance(frame, DrawFrame)
+    assert frame.points == [Point(1, "a"), Point(2, None)]
+    assert frame.tree == Pair(Leaf(1), Leaf(-2))
+    assert msgpack.unpackb(CODEC.encode("Draw", frame)) == GOOD
+    assert issubclass(ToyError, FaidecsError)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ((3, 1, 0), -1, "Draw.points[1].x: integer -1 outside [0, 9223372036854775807]"),
+        ((3, 1, 0), True, "Draw.points[1].x: expected an integer, got a boolean"),
+        ((3, 0, 1), 5, "Draw.points[0].label: expected a string, got an integer"),
+        ((3, 0), [1, "a", 2], "Draw.points[0]: 1 extra field(s) after its 2 (x, label)"),
+        ((3, 0), [1], "Draw.points[0]: missing field(s) label"),
+        ((3,), {"x": 1}, "Draw.points: expected an array, got a map"),
+        ((4,), ["pear", 1], "Draw.tree: expected an array tagged one of ['leaf', 'pair'], got tag 'pear'"),
+        ((4, 2, 1), "x", "Draw.tree.right.n: expected an integer, got a string"),
+        ((2,), "x" * 9, "Draw.name: expected 1 to 8 characters, got 9"),
+        ((2,), b"x", "Draw.name: expected a string, got bytes"),
+        ((5,), {1: 2}, "Draw.tags: map key 1 is not a string"),
+        ((5,), [], "Draw.tags: expected a map, got an array"),
+    ],
+)
+def test_errors_name_the_field(path: tuple[int, ...], value: Any, message: str) -> None:
+    assert fails(with_part(path, value)) == message
+
+
+def test_frame_errors() -> None:
+    assert fails(GOOD[:-1]) == "Draw: missing field(s) tags"
+    assert fails([*GOOD, 0]) == "Draw: 1 extra field(s) after its 4 (name, points, tree, tags)"
+    assert fails([4, *GOOD[1:]]) == "unknown format version 4 (this side reads version 3)"
+    assert fails([3, 8, *GOOD[2:]]) == "unknown message kind 8"
+    assert fails("Draw") == "expected a message [version, kind, fields...], got a string 'Draw'"
+    with pytest.raises(ToyError, match="^1 trailing byte"):
+        CODEC.decode(msgpack.packb(GOOD) + b"\x00")
+    with pytest.raises(ToyError, match="^not a msgpack message"):
+        CODEC.decode(msgpack.packb(GOOD)[:-1])
+
+
+def test_guard() -> None:
+    def bad() -> None:
+        raise BadField("too round").at(1).at("points")
+
+    with pytest.raises(ToyError, match=r"^Draw\.points\[1\]: too round$"):
+        CODEC.guard("Draw", bad)
+
+    def bug() -> None:
+        raise RuntimeError("a bug")
+
+    with pytest.raises(ToyError, match=r"^Draw: internal error while decoding \(RuntimeError: a bug\)$"):
+        CODEC.guard("Draw", bug)
