@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter
@@ -245,28 +245,28 @@ class JoinState:
     marker: int | None = None  # where the peer was in the run (for run logs)
 
 
-Message = Union[
-    Publish,
-    Connect,
-    Disconnect,
-    Forward,
-    Ack,
-    Register,
-    Decide,
-    Holds,
-    Commit,
-    EpochQuery,
-    EpochState,
-    NewLog,
-    LeaderChange,
-    Down,
-    Up,
-    JoinRequest,
-    JoinState,
-    MarkerRequest,
-    MarkerReply,
-    Fetch,
-]
+Message = (
+    Publish
+    | Connect
+    | Disconnect
+    | Forward
+    | Ack
+    | Register
+    | Decide
+    | Holds
+    | Commit
+    | EpochQuery
+    | EpochState
+    | NewLog
+    | LeaderChange
+    | Down
+    | Up
+    | JoinRequest
+    | JoinState
+    | MarkerRequest
+    | MarkerReply
+    | Fetch
+)
 
 #: A message to send: (destination process, message).
 Send = tuple[str, Message]
