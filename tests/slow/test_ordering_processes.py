@@ -24,7 +24,9 @@ from faidecs.ordering.multistage import MultistageLayer
 from faidecs.properties import check
 from faidecs.runs.runlog import RunLog
 
-pytestmark = pytest.mark.slow
+# OS processes on ZooKeeper sessions of about a second: they run alone (scripts/test), not beside
+# other tests that would starve them of CPU past a session timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 MUST_HOLD = list(KEPT_ON_EVERY_LAYER)
 TYPES = "".join(f"type T{k}(x: int)\n" for k in range(1, 7))

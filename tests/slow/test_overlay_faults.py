@@ -37,7 +37,9 @@ from faidecs.properties import Property, check
 from faidecs.runs.processes import run_processes
 from faidecs.runs.runlog import Delivered, RunLog
 
-pytestmark = pytest.mark.slow
+# OS processes on ZooKeeper sessions of about a second: they run alone (scripts/test), not beside
+# other tests that would starve them of CPU past a session timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 PAIRS = "⊔[A,B]"
 TRIPLES = "⊔[A,B,C]"

@@ -15,7 +15,9 @@ from overlay_harness import SUBSCRIBERS, embedded, settled, verified, write_depl
 
 from faidecs.overlay.runtime.launcher import LocalDeployment
 
-pytestmark = pytest.mark.slow
+# OS processes on ZooKeeper sessions of about a second: they run alone (scripts/test), not beside
+# other tests that would starve them of CPU past a session timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 
 def _leader_of(run: LocalDeployment, role: str) -> tuple[str, int]:

@@ -25,7 +25,9 @@ from overlay_harness import SUBSCRIBERS, embedded, settled, verified, write_depl
 
 from faidecs.overlay.runtime.launcher import LocalDeployment  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# OS processes on ZooKeeper sessions of about a second: they run alone (scripts/test), not beside
+# other tests that would starve them of CPU past a session timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 SERVERS = ("m1", "m2", "m3")
 ROLE = "[A]"  # the sequencer's group is named after the first type

@@ -23,7 +23,9 @@ from faidecs.overlay.runtime.udp import seal
 from faidecs.overlay.sim.report import kept_properties
 from faidecs.properties import check
 
-pytestmark = pytest.mark.slow
+# OS processes on ZooKeeper sessions of about a second: they run alone (scripts/test), not beside
+# other tests that would starve them of CPU past a session timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 EVENTS = 300
 

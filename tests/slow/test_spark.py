@@ -24,7 +24,8 @@ from faidecs.spark import SparkInputError, replay, session
 from faidecs.spark.correlate import correlate
 from faidecs.spark.plan import column
 
-pytestmark = pytest.mark.slow
+# One worker runs the Spark modules, each in order (a module shares one session; its last test stops it).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
 TYPES = ("T1", "T2", "T3")
 TYPES_SOURCE = "".join(f"type {t}(k: int, a: int)\n" for t in TYPES)

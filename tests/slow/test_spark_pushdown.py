@@ -33,7 +33,8 @@ from faidecs.spark.correlate import DELIVERY_SCHEMA, correlate, routed
 from faidecs.spark.plan import SPARK_KINDS, Plan, column
 from faidecs.spark.pushdown import literal_sql, merger_filter, predicate_sql, type_condition_sql
 
-pytestmark = pytest.mark.slow
+# One worker runs the Spark modules, each in order (a module shares one session; its last test stops it).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
 Event = dict[str, Any]
 Delivery = tuple[str, int, list[str]]

@@ -26,7 +26,8 @@ pyspark = pytest.importorskip("pyspark")
 from faidecs.spark import session
 from faidecs.spark.stream import stream
 
-pytestmark = pytest.mark.slow
+# One worker runs the Spark modules, each in order (a module shares one session; its last test stops it).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
 
 TYPES = ("T1", "T2", "T3")
 OPTIONS = [f"matching {m}, disposal {d}" for m in ("FR", "FRC", "MR", "MRC") for d in ("I", "PI", "IP", "FP")]

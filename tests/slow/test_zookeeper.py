@@ -36,7 +36,9 @@ from faidecs.net.zkserver import ZooKeeperMissing, ZooKeeperServer, ZooKeeperSta
 from faidecs.overlay.core.messages import Down, LeaderChange, Message, Up
 from faidecs.overlay.runtime.zkcoordination import Candidate, ZooKeeperMember, path_key, role_key
 
-pytestmark = pytest.mark.slow
+# OS processes on ZooKeeper sessions of about a second: they run alone (scripts/test), not beside
+# other tests that would starve them of CPU past a session timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE: Role = ("A",)
