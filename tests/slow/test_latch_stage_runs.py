@@ -22,10 +22,9 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from faidecs.matching.guarantees import COMBINATIONS
 from faidecs.merging.roles import is_root
 from faidecs.overlay.sim.audit import expected_deliveries
-from faidecs.overlay.sim.generate import random_deployment
+from faidecs.overlay.sim.generate import BY_MATCHING, random_deployment
 from faidecs.overlay.sim.report import kept_properties
 from faidecs.overlay.sim.scenario import InputPath, LatchSpec, Scenario, SimConfig
 from faidecs.overlay.sim.simulator import SimResult, Simulation
@@ -50,7 +49,7 @@ VARIANTS: dict[str, tuple[float, LatchSpec | None]] = {
 
 def scenario(seed: int) -> Scenario:
     rng = random.Random(f"latch-stage:{seed}")
-    s = random_deployment(rng, COMBINATIONS[seed % len(COMBINATIONS)], staged=seed % 5 == 4)
+    s = random_deployment(rng, BY_MATCHING[seed % len(BY_MATCHING)], staged=seed % 5 == 4)
     if seed % 3:
         s.faults = []  # two seeds in three without faults: their counts are compared exactly
     types = sorted({e["type"] for _, _, e in s.publications})

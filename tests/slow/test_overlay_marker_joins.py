@@ -16,15 +16,14 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 from simulated_runs import judged
 
-from faidecs.matching.guarantees import COMBINATIONS
-from faidecs.overlay.sim.generate import random_marker_deployment
+from faidecs.overlay.sim.generate import BY_MATCHING, random_marker_deployment
 
 RUNS = int(os.environ.get("FAIDECS_MARKER_RUNS", "1000"))
 CHUNKS = 16
 
 
 def _judge(seed: int) -> tuple[list[str], Counter[str]]:
-    combination = COMBINATIONS[seed % len(COMBINATIONS)]
+    combination = BY_MATCHING[seed % len(BY_MATCHING)]
     staged = seed % 5 == 4
     scenario = random_marker_deployment(random.Random(f"marker:{seed}"), combination, staged=staged)
     result, problems = judged(scenario, seed, f"{combination}{', staged' if staged else ''}")

@@ -12,15 +12,14 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 from simulated_runs import judged
 
-from faidecs.matching.guarantees import COMBINATIONS
-from faidecs.overlay.sim.generate import random_deployment
+from faidecs.overlay.sim.generate import BY_MATCHING, random_deployment
 
 RUNS = int(os.environ.get("FAIDECS_OVERLAY_RUNS", "2000"))
 CHUNKS = 16
 
 
 def _problems(seed: int) -> list[str]:
-    combination = COMBINATIONS[seed % len(COMBINATIONS)]
+    combination = BY_MATCHING[seed % len(BY_MATCHING)]
     staged = seed % 5 == 4
     scenario = random_deployment(random.Random(f"overlay:{seed}"), combination, staged=staged)
     return judged(scenario, seed, f"{combination}{', staged' if staged else ''}")[1]

@@ -21,12 +21,12 @@ from faidecs.grammar import compile_program
 from faidecs.grammar.model import Subscription
 from faidecs.lab.measured import MEASURED_VIOLATIONS
 from faidecs.matching.events import Event
-from faidecs.matching.guarantees import COMBINATIONS, PROPERTIES
+from faidecs.matching.guarantees import PROPERTIES
 from faidecs.merging.roles import Role
 from faidecs.overlay.core.messages import Decision
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.sim.audit import expected_deliveries
-from faidecs.overlay.sim.generate import random_deployment
+from faidecs.overlay.sim.generate import BY_MATCHING, random_deployment
 from faidecs.overlay.sim.report import kept_properties, ok
 from faidecs.overlay.sim.scenario import Fault, FaultKind, Joiner, Scenario, SimConfig
 from faidecs.overlay.sim.simulator import SimResult, Simulation, simulate
@@ -369,7 +369,7 @@ def test_random_deployments_deliver_the_engine_on_their_committed_streams() -> N
     problems: list[str] = []
     compared = 0
     for seed in range(50):
-        combination = COMBINATIONS[seed % len(COMBINATIONS)]
+        combination = BY_MATCHING[seed % len(BY_MATCHING)]
         scenario = random_deployment(random.Random(f"unit-overlay:{seed}"), combination)
         simulation = Simulation(scenario, SimConfig(seed=seed, matcher="reference"))
         result = simulation.run()
