@@ -30,7 +30,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def cmd_node(args: argparse.Namespace) -> int:
     from faidecs.overlay.runtime.deployment import load_deployment
-    from faidecs.overlay.runtime.node import open_node
+    from faidecs.overlay.runtime.nodes import open_node
 
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.process} %(levelname)s %(message)s")
     run_dir = Path(args.run_dir)

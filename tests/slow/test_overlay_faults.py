@@ -31,7 +31,7 @@ from faidecs.net.processlog import ProcessLog
 from faidecs.overlay.core.messages import Ack, Connect, Decide, Down, LeaderChange, Message, Publish, Register, Up
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
 from faidecs.overlay.runtime.launcher import LaunchError, LocalDeployment
-from faidecs.overlay.runtime.node import SubscriberNode
+from faidecs.overlay.runtime.subscriber_node import SubscriberNode
 from faidecs.overlay.sim.report import kept_properties
 from faidecs.properties import Property, check
 from faidecs.runs.processes import run_processes

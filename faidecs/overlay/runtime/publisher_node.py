@@ -1,0 +1,126 @@
+"""A publisher process: the events of a file, sent to the root mergers' replicas (or over UDP)
+at the deployment's rate, each logged as sent."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from faidecs.errors import EventError, FaidecsError
+from faidecs.matching.events import EventValidator
+from faidecs.net.processlog import ProcessLog
+from faidecs.overlay.core.messages import Publish
+from faidecs.overlay.runtime.deployment import Deployment
+from faidecs.overlay.runtime.node import Node
+from faidecs.overlay.runtime.udp import UdpSender
+
+# The nodes share one logger: an operator filters a process's messages by its name in the text.
+LOG = logging.getLogger("faidecs.overlay.runtime.node")
+
+
+class PublisherNode(Node):
+    """A publisher: the events of its file, in order, at its rate, to the replicas of each event's
+    root merger (over the overlay's links, or as UDP datagrams)."""
+
+    def __init__(
+        self, deployment: Deployment, process: str, zookeeper: str, *, log_dir: Path, status_dir: Path | None = None
+    ):
+        super().__init__(deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir)
+        self.publisher = deployment.publishers[process]
+        self.events: Iterator[dict[str, Any]] | None = self._read_events(deployment.path(self.publisher.events))
+        self.validator = EventValidator(deployment.types)
+        self.seq = 0
+        self.udp_out: UdpSender | None = None
+        self.sent_log: ProcessLog | None = None
+        if process in deployment.udp_publishers():
+            pub = self.publisher
+            self.udp_out = UdpSender(deployment, process, self.keys, loss=pub.udp_test_loss, swap=pub.udp_test_swap)
+            # What it sent: apart from the run log, where root replicas record what they commit.
+            self.sent_log = ProcessLog(log_dir / f"{process}.sent", deployment.types_source(), process, None)
+
+    def _read_events(self, path: Path) -> Iterator[dict[str, Any]]:
+        with path.open(encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise FaidecsError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
+                if not isinstance(event, dict):
+                    raise FaidecsError(f"{path}:{number}: an event is a JSON object")
+                yield {**event, "_line": f"{path}:{number}"}
+
+    def _due(self, now: int) -> int:
+        """Milliseconds until the next publication is due (a tick when there is nothing to publish)."""
+        if self.events is None:
+            return self.tick_every
+        if not self.publisher.rate:
+            return 0
+        due = self.started_at + int(self.seq * 1000 / self.publisher.rate)
+        return max(0, due - now)
+
+    def _after_pass(self, now: int) -> None:
+        if self.events is not None:
+            self._publish(now)
+
+    def _publish(self, now: int) -> None:
+        budget = 256  # publications per pass: the loop must still read and tick
+        while budget and self.events is not None and self._due(now) == 0:
+            budget -= 1
+            try:
+                raw = next(self.events)
+            except StopIteration:
+                self.events = None
+                if self.udp_out is not None:
+                    self.udp_out.flush()  # a copy held back (udp_test_swap) goes now
+                LOG.info("%s published %d events", self.process, self.seq)
+                return
+            where = raw.pop("_line")
+            try:
+                event = self.validator.validate({**raw, "publisher": self.process, "seq": self.seq})
+            except EventError as exc:
+                raise FaidecsError(f"{where}: {exc}") from None
+            record = {
+                "id": event.id,
+                "type": event.type,
+                "attrs": event.attrs,
+                "publisher": self.process,
+                "seq": self.seq,
+            }
+            message = Publish(self.process, self.seq, event)
+            if self.udp_out is not None:
+                assert self.sent_log is not None
+                self.sent_log.publish(record)
+                self.udp_out.publish(message)
+            else:
+                self.log.publish(record)
+                self._send([(replica, message) for replica in self.d.placement(self.d.root_role(event.type))])
+            self.seq += 1
+
+    def _flush_logs(self) -> None:
+        super()._flush_logs()
+        if self.sent_log is not None:
+            self.sent_log.flush()
+
+    def _close(self) -> None:
+        if self.udp_out is not None:
+            self.udp_out.flush()
+            self.udp_out.close()
+        if self.sent_log is not None:
+            self.sent_log.close()
+
+    def status(self) -> dict[str, Any]:
+        """Its UDP counters, what it published, and whether its file is done."""
+        out = super().status()
+        if self.udp_out is not None:
+            out["udp"] = self.udp_out.status()
+        out["published"] = self.seq
+        out["done"] = self.events is None
+        return out
+
+
+__all__ = ["PublisherNode"]

@@ -1,0 +1,146 @@
+"""A server process: the merger replicas placement gives it, their messages and ticks, and the
+UDP receiver in front of its root replicas when the deployment has UDP publishers."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from faidecs.matching.events import Event
+from faidecs.merging.roles import Role, is_root, role_name
+from faidecs.overlay.core.host import ServerHost
+from faidecs.overlay.core.messages import Decision, Message, Send
+from faidecs.overlay.core.replica import MergerReplica
+from faidecs.overlay.runtime.deployment import Deployment
+from faidecs.overlay.runtime.node import Node
+from faidecs.overlay.runtime.udp import UdpReceiver
+
+
+class ServerNode(Node):
+    """A server: the merger replicas that placement gives it, behind one :class:`ServerHost`."""
+
+    def __init__(
+        self, deployment: Deployment, process: str, zookeeper: str, *, log_dir: Path, status_dir: Path | None = None
+    ):
+        self.udp_publishers = set(deployment.udp_publishers())
+        roles: dict[Role, tuple[str, ...]] = {}
+        replicas: dict[Role, MergerReplica] = {}
+        timing = deployment.timing
+        for role in deployment.roles:
+            if process not in deployment.placement(role):
+                continue
+            if deployment.ordering == "raft":  # Raft elects its leader: no candidacy
+                from faidecs.overlay.runtime.raft import raft_replica
+
+                replicas[role] = raft_replica(deployment, role, process)
+                continue
+            # A root that UDP publishers feed: replicas may lose different inputs (lossy), the
+            # leader never orders a publisher's event below one it ordered (fifo, with the latch's
+            # drop policy), and the replica records what it commits of them.
+            udp_root = bool(self.udp_publishers) and is_root(role)
+            replicas[role] = MergerReplica(
+                role,
+                process,
+                deployment.placement,
+                heartbeat_every=timing.heartbeat_every,
+                retry_every=timing.retry_every,
+                retain=timing.retain,
+                ack_every=timing.ack_every,
+                lossy_inputs=udp_root,
+                fifo_inputs=udp_root and deployment.latch.enabled and deployment.latch.late == "drop",
+                on_commit=self._committed if udp_root else None,
+            )
+            roles[role] = deployment.placement(role)
+        super().__init__(deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir, roles=roles)
+        self.host = ServerHost(process, replicas, deployment.root_role)
+        self.udp_in: UdpReceiver | None = None
+        if self.udp_publishers:
+            import zmq
+
+            self.udp_in = UdpReceiver(deployment, process, self.keys, self.transport.rejected)
+            self.poller = zmq.Poller()
+            self.poller.register(self.transport.inbox, zmq.POLLIN)
+            self.poller.register(self.udp_in.fileno(), zmq.POLLIN)
+        # Per role: when this replica learned its current epoch, and when the commit point first
+        # moved in it (wall clock, s): a failover's length, seen from the new leader.
+        self.epochs: dict[Role, dict[str, float]] = {}
+
+    def _start(self, now: int) -> list[Send]:
+        if self.member.ran_before:
+            for replica in self.host.replicas.values():
+                replica.amnesic = True  # restarted: its log is gone until a leader sends it
+        return self.host.start(now)
+
+    def _core_handle(self, src: str, msg: Message, now: int) -> list[Send]:
+        return self.host.handle(src, msg, now)
+
+    def _tick(self, now: int) -> list[Send]:
+        return self.host.tick(now)
+
+    def _receive(self, wait: int) -> None:
+        if self.udp_in is None:
+            super()._receive(wait)
+            return
+        latch = self.udp_in.wait_ms()
+        wait = wait if latch is None else min(wait, latch)
+        if self.poller.poll(wait):
+            wait = 0
+        super()._receive(wait)
+        for msg in self.udp_in.receive(self.host.replicas) + self.udp_in.poll():
+            self._admit(msg.publisher, msg)
+
+    def _after_pass(self, now: int) -> None:
+        for role, r in self.host.replicas.items():
+            seen = self.epochs.get(role)
+            if seen is None or seen["epoch"] != r.log.epoch:
+                self.epochs[role] = {"epoch": r.log.epoch, "epoch_at": time.time(), "commit_then": r.log.commit}
+            elif "first_commit_at" not in seen and r.log.commit > seen["commit_then"] and r.is_leading():
+                seen["first_commit_at"] = time.time()
+
+    def _committed(self, role: Role, decision: Decision, event: Event | None) -> None:
+        """A root fed by UDP publishers committed ``decision``: the run log's publication of a UDP
+        publisher's event is its commit (it may never be ordered), recorded by each replica that
+        holds it; merging the run logs keeps the earliest (the leader's, before it forwards)."""
+        if event is not None and decision.source in self.udp_publishers:
+            self.log.publish(
+                {
+                    "id": event.id,
+                    "type": event.type,
+                    "attrs": dict(event.attrs),
+                    "publisher": decision.source,
+                    "seq": decision.key,
+                }
+            )
+
+    def _close(self) -> None:
+        if self.udp_in is not None:
+            self.udp_in.close()
+        for replica in self.host.replicas.values():
+            getattr(replica, "close", lambda: None)()  # a Raft replica's thread and sockets
+
+    def status(self) -> dict[str, Any]:
+        """Per merger replica its role, leader, epoch, log and commit positions, buffered inputs."""
+        out = super().status()
+        out["mergers"] = [
+            {
+                "role": role_name(r.role),
+                "leader": r.log.leader,
+                "epoch": r.log.epoch,
+                "status": r.log.status,
+                "log": len(r.log.decisions),
+                "commit": r.log.commit,
+                "buffered": r.buffered(),
+                "stale_rejected": r.log.stale_rejected,
+                "late_inputs": r.inputs.late_inputs,
+                "fetches": r.inputs.fetches,
+                **self.epochs.get(r.role, {}),
+            }
+            for r in self.host.replicas.values()
+        ]
+        if self.udp_in is not None:
+            out["udp"] = self.udp_in.status()
+        return out
+
+
+__all__ = ["ServerNode"]
