@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
@@ -86,6 +86,31 @@ def _expected(info: mi.Type) -> str:
     return "an array"
 
 
+#: Messages larger than this are not decoded a second time to explain what is wrong with them.
+EXPLAIN_LIMIT = 1 << 20
+
+
+def _array_length(data: bytes) -> int | None:
+    """The length of the msgpack array that ``data`` starts with, read off its header alone."""
+    if not data:
+        return None
+    first = data[0]
+    if first >> 4 == 9:  # fixarray
+        return first & 0x0F
+    if first == 0xDC and len(data) >= 3:  # array 16
+        return int.from_bytes(data[1:3], "big")
+    if first == 0xDD and len(data) >= 5:  # array 32
+        return int.from_bytes(data[1:5], "big")
+    return None
+
+
+def _count_reason(names: Sequence[str], count: int) -> str:
+    """What is wrong with ``count`` fields where ``names`` are expected."""
+    if count < len(names):
+        return f"missing field(s) {', '.join(names[max(count, 0) :])}"
+    return f"{count - len(names)} extra field(s) after its {len(names)} ({', '.join(names)})"
+
+
 def _fields(info: mi.StructType) -> list[str]:
     return [f.name for f in info.fields]
 
@@ -108,10 +133,7 @@ def _reason(info: mi.Type, value: Any, message: str, key: bool) -> str:
         offset = 1 if info.tag is not None else 0
         if issubclass(info.cls, Frame):  # version and code: the head, not the message's fields
             names, offset = names[2:], 2
-        if len(value) < len(names) + offset:
-            return f"missing field(s) {', '.join(names[max(len(value) - offset, 0) :])}"
-        extra = len(value) - len(names) - offset
-        return f"{extra} extra field(s) after its {len(names)} ({', '.join(names)})"
+        return _count_reason(names, len(value) - offset)
     if length is not None:
         bound, n, got = length.groups()
         return f"expected an array of {f'{bound} ' if bound else ''}{n} items, got {got}"
@@ -257,6 +279,14 @@ class FrameCodec(Generic[E]):
         try:
             return name, decoder.decode(data)
         except msgspec.ValidationError as exc:
+            # A wrong number of fields is said from the array's header: explaining it from the
+            # decoded items would decode a peer's frame of millions of items in full.
+            count = _array_length(data)
+            names = frame.__struct_fields__[2:]
+            if count is not None and count != len(names) + 2:
+                raise self.fail(name, BadField(_count_reason(names, count - 2))) from None
+            if len(data) > EXPLAIN_LIMIT:  # msgspec's own words, with their path into the message
+                raise self.fail(name, BadField(str(exc))) from None
             items = self._untyped(data)
             try:
                 bad = explain(exc, frame, items)

@@ -117,3 +117,36 @@ def test_guard() -> None:
 
     with pytest.raises(ToyError, match=r"^Draw: internal error while decoding \(RuntimeError: a bug\)$"):
         CODEC.guard("Draw", bug)
+
+
+def test_a_frame_of_millions_of_items_is_refused_from_its_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A peer's frame with a wrong number of fields is refused by the count its array header
+    states, without decoding its items a second time to explain it (a 10 MB frame of empty arrays
+    once froze a server's loop)."""
+    from faidecs.net import codec as codec_module
+    from faidecs.overlay.core.messages import Disconnect
+    from faidecs.overlay.runtime import wire
+
+    def no_second_decoding(self: object, data: bytes) -> object:
+        raise AssertionError("the frame was decoded again to explain the error")
+
+    monkeypatch.setattr(codec_module.FrameCodec, "_untyped", no_second_decoding)
+    frame = msgpack.packb([1, wire.CODES[Disconnect], *([[]] * 1_000_000)])
+    with pytest.raises(wire.WireError) as info:
+        wire.decode(frame)
+    assert str(info.value) == "Disconnect: 999997 extra field(s) after its 3 (role, consumer, process)"
+
+
+def test_a_deeply_nested_message_is_a_wire_error_not_a_crash() -> None:
+    """[1, <a list nested 1,011 deep>] made the error helper recurse past Python's limit, and the
+    RecursionError escaped the decoder and ended the process."""
+    from faidecs.overlay.core.messages import Disconnect
+    from faidecs.overlay.runtime import wire
+
+    nested: list[object] = []
+    for _ in range(1011):
+        nested = [nested]
+    with pytest.raises(wire.WireError):
+        wire.decode(msgpack.packb([1, nested]))
+    with pytest.raises(wire.WireError):
+        wire.decode(msgpack.packb([1, wire.CODES[Disconnect], nested, "c", "p"]))
