@@ -19,6 +19,7 @@ rejected message is logged and counted, never raised: one bad peer cannot stop a
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -26,17 +27,25 @@ from typing import Any, Protocol
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
+from faidecs.errors import FaidecsError
 from faidecs.net.certificates import Keys
 
 LOG = logging.getLogger("faidecs.net.transport")
 #: Larger messages are refused by ZeroMQ before they are read (a join's snapshots are the largest).
 MAX_MESSAGE = 256 << 20
+#: Seconds between two log lines for rejections of one kind from one sender (all are counted).
+LOG_INTERVAL = 10.0
 #: Messages read per poll before the caller gets to run its timers.
 MAX_BATCH = 4096
 #: First byte of a frame that holds several messages (msgpack never starts an object with 0xc1),
 #: each then as a 4-byte big-endian length and its encoding. One frame per destination and loop
 #: pass saves ZeroMQ's and CurveZMQ's cost per frame, which is most of a small message's cost.
 MANY = b"\xc1"
+
+
+def _why(exc: BaseException) -> str:
+    """A decoding failure in words: the codec's own error says it; anything else is named."""
+    return str(exc) if isinstance(exc, FaidecsError) else f"{type(exc).__name__}: {exc}"
 
 
 class _Authenticator(ThreadAuthenticator):
@@ -98,6 +107,9 @@ class Transport:
         self.own_context = context is None
         self.context: zmq.Context[Any] = context or zmq.Context()
         self.rejected: Counter[str] = Counter()
+        #: The same, by (kind, sender): who sends what is refused. An unauthenticated sender is "".
+        self.rejected_from: Counter[tuple[str, str]] = Counter()
+        self._logged: dict[tuple[str, str], tuple[float, int]] = {}
         self.sent = 0
         self.received = 0
         self.auth: _Authenticator | None = None
@@ -217,14 +229,27 @@ class Transport:
         if not data.startswith(MANY):
             got = self._message(sender, data)
             return [got] if got is not None else []
+        if len(data) == len(MANY):
+            self._reject("malformed", f"from {sender}: a frame of several messages holds none", sender)
+            return []
         out = []
         at = 1
         while at < len(data):
             size = int.from_bytes(data[at : at + 4], "big")
             if at + 4 + size > len(data) or size == 0:
-                self._reject("malformed", f"from {sender}: a frame of several messages is cut short at byte {at}")
+                self._reject(
+                    "malformed", f"from {sender}: a frame of several messages is cut short at byte {at}", sender
+                )
                 break  # what came before was whole; what follows cannot be framed
-            got = self._message(sender, data[at + 4 : at + 4 + size])
+            part = data[at + 4 : at + 4 + size]
+            try:
+                msg = self.codec.decode(part)
+            except Exception as exc:  # noqa: BLE001 - a peer's bytes: counted, never raised
+                # The rest of the frame is not read: a frame of a million one-byte bad messages
+                # would otherwise cost a million decodings.
+                self._reject("malformed", f"from {sender}: {_why(exc)}; the rest of its frame is dropped", sender)
+                break
+            got = self._admit(sender, msg)
             if got is not None:
                 out.append(got)
             at += 4 + size
@@ -233,18 +258,34 @@ class Transport:
     def _message(self, sender: str, data: bytes) -> tuple[str, Any] | None:
         try:
             msg = self.codec.decode(data)
-        except self.codec.error as exc:
-            return self._reject("malformed", f"from {sender}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a peer's bytes: counted, never raised
+            self._reject("malformed", f"from {sender}: {_why(exc)}", sender)
+            return None
+        return self._admit(sender, msg)
+
+    def _admit(self, sender: str, msg: Any) -> tuple[str, Any] | None:
         refused = self.codec.refuse(sender, msg)
         if refused is not None:
-            return self._reject(*refused)
+            self._reject(*refused, sender)
+            return None
         self.received += 1
         return sender, msg
 
-    def _reject(self, kind: str, why: str) -> tuple[str, Any] | None:
+    def _reject(self, kind: str, why: str, sender: str = "") -> None:
+        """Count a rejection by kind and by sender, and log it unless one of the same kind from the
+        same sender was logged less than :data:`LOG_INTERVAL` seconds ago: a peer that sends
+        200,000 bad messages gets a few lines, each saying how many went unlogged before it."""
         self.rejected[kind] += 1
-        LOG.warning("%s rejected a message: %s", self.process, why)
-        return None
+        self.rejected_from[(kind, sender)] += 1
+        key = (kind, sender)
+        now = time.monotonic()
+        last, quiet = self._logged.get(key, (-LOG_INTERVAL, 0))
+        if now - last < LOG_INTERVAL:
+            self._logged[key] = (last, quiet + 1)
+            return
+        self._logged[key] = (now, 0)
+        more = f" (and {quiet} more like it since the last report)" if quiet else ""
+        LOG.warning("%s rejected a message: %s%s", self.process, why, more)
 
     def close(self) -> None:
         for sock in self.outs.values():

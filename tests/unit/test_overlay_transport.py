@@ -570,20 +570,44 @@ def test_frames_of_several_messages_keep_order_and_each_message_is_checked(
     assert collect(b, 2) == [("a", Ack(ROLE, "c", "a", 300)), ("a", Ack(ROLE, "c", "a", 302))]
     assert b.rejected == {"impersonation": 1, "coordination": 1}
 
-    # Bad framing from an authenticated peer: what comes before the fault is delivered, what
-    # cannot be framed is dropped and counted, and the receiver goes on.
+    # Bad framing from an authenticated peer: what comes before the fault is delivered, the rest
+    # of the frame is dropped and counted, and the receiver goes on.
     sock = dealer(raw, b.endpoint, own=keys["a"], server=keys["b"].public)
     one, two = encode(Ack(ROLE, "k", "a", 1)), encode(Ack(ROLE, "k", "a", 2))
-    sock.send(frame_of(one, b"\xc1\xc1", two))  # a malformed part between two good ones: 1, 2
+    sock.send(frame_of(one, b"\xc1\xc1", two))  # a malformed part stops its frame: 1
     sock.send(frame_of(one)[:-2])  # its only part cut short: nothing
     sock.send(frame_of(one) + (1000).to_bytes(4, "big") + two)  # a length beyond the frame: 1
     sock.send(frame_of(one, b"", two))  # an empty part, after which nothing is trusted: 1
     sock.send(frame_of(one, frame_of(two)))  # frames do not nest: 1
     sock.send(encode(Ack(ROLE, "k", "a", 3)))
-    got = collect(b, 6)
-    assert got == [("a", Ack(ROLE, "k", "a", i)) for i in (1, 2, 1, 1, 1, 3)]
+    got = collect(b, 5)
+    assert got == [("a", Ack(ROLE, "k", "a", i)) for i in (1, 1, 1, 1, 3)]
     assert listen(b, 0.1) == []
     assert b.rejected == {"impersonation": 1, "coordination": 1, "malformed": 5}
+
+
+def test_a_flood_of_bad_messages_is_counted_by_sender_and_logged_once(
+    keys: dict[str, Keys],
+    transports: Callable[..., Transport],
+    raw: zmq.Context[Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """200,000 one-byte bad messages in one frame once wrote 200,000 log lines and froze the
+    loop: a frame stops at its first bad message, every rejection is counted by kind and sender,
+    and one sender's rejections of one kind are logged once per interval."""
+    b = transports("b", {}, keys["b"])
+    sock = dealer(raw, b.endpoint, own=keys["a"], server=keys["b"].public)
+    caplog.set_level("WARNING", logger="faidecs.net.transport")
+    sock.send(frame_of(*([b"\xc1"] * 100_000)))  # one frame: refused at its first part
+    for _ in range(39):
+        sock.send(b"\x00")  # thirty-nine frames, thirty-nine rejections
+    sock.send(MANY)  # a frame of several messages that holds none
+    sock.send(encode(Ack(ROLE, "k", "a", 9)))
+    assert collect(b, 1) == [("a", Ack(ROLE, "k", "a", 9))]
+    assert b.rejected == {"malformed": 41}
+    assert b.rejected_from == {("malformed", "a"): 41}
+    lines = [r.getMessage() for r in caplog.records if "rejected a message" in r.getMessage()]
+    assert len(lines) == 1 and "the rest of its frame is dropped" in lines[0], lines
 
 
 # --- 6. forget ----------------------------------------------------------------------------------
