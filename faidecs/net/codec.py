@@ -285,12 +285,12 @@ class FrameCodec(Generic[E]):
             names = frame.__struct_fields__[2:]
             if count is not None and count != len(names) + 2:
                 raise self.fail(name, BadField(_count_reason(names, count - 2))) from None
-            if len(data) > EXPLAIN_LIMIT:  # msgspec's own words, with their path into the message
-                raise self.fail(name, BadField(str(exc))) from None
             items = self._untyped(data)
             try:
-                bad = explain(exc, frame, items)
-            except Exception:  # a path this module cannot follow: msgspec's own words, still the message's
+                # Past the limit (no items to follow), or on a path this module cannot follow:
+                # msgspec's own words, with their path into the message.
+                bad = explain(exc, frame, items) if items is not _MISSING else BadField(str(exc))
+            except Exception:
                 bad = BadField(str(exc))
             raise self.fail(name, bad) from None
         except msgspec.DecodeError as exc:
@@ -320,17 +320,22 @@ class FrameCodec(Generic[E]):
         """The error for ``bad``, found in message ``name``."""
         return self.error(f"{name}{'.' + bad.where() if bad.path else ''}: {bad.reason}")
 
-    def guard(self, name: str, build: Callable[[], Any]) -> Any:
-        """``build()``, its :class:`BadField` as :meth:`fail` says it, any other exception as an
-        internal error: a bug in a check must cost one message, not the receiving process."""
+    def guard(self, name: str, build: Callable[..., Any], *args: Any) -> Any:
+        """``build(*args)``, its :class:`BadField` as :meth:`fail` says it, any other exception as
+        an internal error: a bug in a check must cost one message, not the receiving process.
+        (Arguments rather than a closure: the overlay calls it for every message it receives.)"""
         try:
-            return build()
+            return build(*args)
         except BadField as bad:
             raise self.fail(name, bad) from None
         except Exception as exc:
             raise self.error(f"{name}: internal error while decoding ({type(exc).__name__}: {exc})") from exc
 
     def _untyped(self, data: bytes) -> Any:
+        """``data`` decoded without a type, to explain what is wrong with it; ``_MISSING`` for
+        messages over :data:`EXPLAIN_LIMIT`, which are not decoded a second time."""
+        if len(data) > EXPLAIN_LIMIT:
+            return _MISSING
         try:
             return msgspec.msgpack.decode(data)
         except Exception as exc:
@@ -344,6 +349,8 @@ class FrameCodec(Generic[E]):
 
     def _not_a_frame(self, data: bytes) -> E:
         items = self._untyped(data)
+        if items is _MISSING:
+            return self.error(f"expected {self.shape}, got {len(data)} bytes of something else")
         return self.error(f"expected {self.shape}, got {what(items)} {show(items)}")
 
 

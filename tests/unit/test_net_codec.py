@@ -150,3 +150,16 @@ def test_a_deeply_nested_message_is_a_wire_error_not_a_crash() -> None:
         wire.decode(msgpack.packb([1, nested]))
     with pytest.raises(wire.WireError):
         wire.decode(msgpack.packb([1, wire.CODES[Disconnect], nested, "c", "p"]))
+
+
+def test_a_huge_message_of_another_shape_is_not_decoded_again_to_say_so() -> None:
+    """Past the explanation limit, a message that is not a frame at all (here a 2 MiB map) is
+    refused by its size, not decoded a second time to show what it is."""
+    from faidecs.net.codec import EXPLAIN_LIMIT
+    from faidecs.overlay.runtime import wire
+
+    data = msgpack.packb({f"k{i}": i for i in range(EXPLAIN_LIMIT // 8)})
+    assert len(data) > EXPLAIN_LIMIT
+    with pytest.raises(wire.WireError) as info:
+        wire.decode(data)
+    assert str(info.value) == f"expected a message [version, kind, fields...], got {len(data)} bytes of something else"

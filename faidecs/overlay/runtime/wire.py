@@ -699,13 +699,7 @@ def encode(msg: Message) -> bytes:
 def decode(data: bytes) -> Message:
     """The message ``data`` holds, all of it; :class:`WireError` saying what and where otherwise."""
     name, frame = _CODEC.decode(data)
-    record = _BY_CODE[frame.code]
-    try:
-        msg: Message = record.build(frame)
-    except BadField as bad:
-        raise _CODEC.fail(name, bad) from None
-    except Exception as exc:  # a bug here must cost one message, not the receiving process
-        raise WireError(f"{name}: internal error while decoding ({type(exc).__name__}: {exc})") from exc
+    msg: Message = _CODEC.guard(name, _BY_CODE[frame.code].build, frame)
     return msg
 
 
