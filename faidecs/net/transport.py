@@ -43,6 +43,10 @@ MAX_BATCH = 4096
 MANY = b"\xc1"
 
 
+#: What :meth:`Transport._decode` returns for bytes the codec refused (already counted).
+_UNDECODABLE = object()
+
+
 def _why(exc: BaseException) -> str:
     """A decoding failure in words: the codec's own error says it; anything else is named."""
     return str(exc) if isinstance(exc, FaidecsError) else f"{type(exc).__name__}: {exc}"
@@ -241,13 +245,10 @@ class Transport:
                     "malformed", f"from {sender}: a frame of several messages is cut short at byte {at}", sender
                 )
                 break  # what came before was whole; what follows cannot be framed
-            part = data[at + 4 : at + 4 + size]
-            try:
-                msg = self.codec.decode(part)
-            except Exception as exc:  # noqa: BLE001 - a peer's bytes: counted, never raised
-                # The rest of the frame is not read: a frame of a million one-byte bad messages
-                # would otherwise cost a million decodings.
-                self._reject("malformed", f"from {sender}: {_why(exc)}; the rest of its frame is dropped", sender)
+            # The rest of a frame is not read after an undecodable part: a frame of a million
+            # one-byte bad messages would otherwise cost a million decodings.
+            msg = self._decode(sender, data[at + 4 : at + 4 + size], "; the rest of its frame is dropped")
+            if msg is _UNDECODABLE:
                 break
             got = self._admit(sender, msg)
             if got is not None:
@@ -256,12 +257,16 @@ class Transport:
         return out
 
     def _message(self, sender: str, data: bytes) -> tuple[str, Any] | None:
+        msg = self._decode(sender, data)
+        return None if msg is _UNDECODABLE else self._admit(sender, msg)
+
+    def _decode(self, sender: str, data: bytes, after: str = "") -> Any:
+        """The codec's message in ``data``, or :data:`_UNDECODABLE` after counting the rejection."""
         try:
-            msg = self.codec.decode(data)
+            return self.codec.decode(data)
         except Exception as exc:  # noqa: BLE001 - a peer's bytes: counted, never raised
-            self._reject("malformed", f"from {sender}: {_why(exc)}", sender)
-            return None
-        return self._admit(sender, msg)
+            self._reject("malformed", f"from {sender}: {_why(exc)}{after}", sender)
+            return _UNDECODABLE
 
     def _admit(self, sender: str, msg: Any) -> tuple[str, Any] | None:
         refused = self.codec.refuse(sender, msg)
