@@ -1,20 +1,20 @@
 """Doctest collection of the library's modules (``faidecs`` is in pytest's testpaths).
 
-A module that imports what an extra installs (pyzmq, msgpack, kazoo, cryptography: ``overlay``;
-PySpark: ``spark``) cannot be imported for its doctests without that extra. Such modules are
-left out of collection, and pytest's header names them and the extra, so a base install's run
-says what it did not check instead of failing to collect.
+A module that imports what an extra installs (``tests/extras.py``: pyzmq, kazoo, cryptography,
+pysyncobj for ``overlay``; PySpark for ``spark``) cannot be imported for its doctests without that
+extra. Such modules are left out of collection, and pytest's header names them and the extra, so
+a base install's run says what it did not check instead of failing to collect.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from pathlib import Path
 
 import pytest
 
-#: Top-level packages of each extra that modules of faidecs import at module level.
-EXTRA_OF = {"zmq": "overlay", "msgpack": "overlay", "kazoo": "overlay", "cryptography": "overlay", "pyspark": "spark"}
+from tests.extras import EXTRA_OF, missing_extra
 
 ROOT = Path(__file__).resolve().parent
 
@@ -28,10 +28,10 @@ def _modules_needing_missing_extras() -> dict[str, str]:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            top = (exc.name or "").split(".")[0]
-            if top not in EXTRA_OF:
+            extra = missing_extra(exc)
+            if extra is None:
                 raise
-            missing[str(path.relative_to(ROOT))] = EXTRA_OF[top]
+            missing[str(path.relative_to(ROOT))] = extra
     return missing
 
 

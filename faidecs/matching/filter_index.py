@@ -70,7 +70,7 @@ class Route:
     def clock(self, seen: Mapping[str, int]) -> int:
         return self.offset + self.arrivals(seen)
 
-    def take_clock(self, clock: int, seen: dict[str, int]) -> None:
+    def take_clock(self, clock: int, seen: Mapping[str, int]) -> None:
         """Make :meth:`clock` read ``clock`` now (a new or restored state)."""
         self.offset = clock - self.arrivals(seen)
 

@@ -14,9 +14,7 @@ from types import ModuleType
 
 import faidecs
 from faidecs.errors import FaidecsError
-
-#: What the extras install: a module that needs a missing one is not looked at (a base install).
-EXTRA_PACKAGES = {"zmq", "kazoo", "cryptography", "pyspark", "pysyncobj"}
+from tests.extras import missing_extra
 
 
 def _modules() -> Iterator[ModuleType]:
@@ -26,7 +24,7 @@ def _modules() -> Iterator[ModuleType]:
         try:
             yield importlib.import_module(info.name)
         except ModuleNotFoundError as exc:
-            if (exc.name or "").split(".")[0] not in EXTRA_PACKAGES:
+            if missing_extra(exc) is None:  # a module that needs a missing extra is not looked at
                 raise
 
 
