@@ -641,6 +641,7 @@ def test_new_log_that_rewrites_a_committed_decision_is_a_protocol_error() -> Non
     r = rep(pump, servers[2])
     assert r.log.commit == 0
     other = Decision(0, 2, 0, "event", "pub", 99)
+    r.handle("coordinator", LeaderChange(("A",), servers[1], 2), 0)  # the service names servers[1] for epoch 2
     with pytest.raises(ProtocolError, match="rewrites committed decisions"):
         r.handle(servers[1], NewLog(("A",), 2, (other,), 0), 0)
     with pytest.raises(ProtocolError):
@@ -782,25 +783,25 @@ def test_client_releases_in_timestamp_then_rank_order() -> None:
     passed it; the engines deliver under the subscription's conjunction numbers."""
     c, obs, fed = client()
     c.start(0)
-    assert c.handle("m", mark(c, AB, 5, 10, request="someone-else"), 0) == []
+    assert c.handle(c.streams[AB].reading or "", mark(c, AB, 5, 10, request="someone-else"), 0) == []
     assert not c.streams[AB].started  # another client's mark does not start us
-    c.handle("m", event_fw(c, AB, 6, 11, ev("early", "B", 0)), 0)  # before our mark: ignored
-    c.handle("m", mark(c, AB, 7, 10), 0)
+    c.handle(c.streams[AB].reading or "", event_fw(c, AB, 6, 11, ev("early", "B", 0)), 0)  # before our mark: ignored
+    c.handle(c.streams[AB].reading or "", mark(c, AB, 7, 10), 0)
     assert obs.joins == []
-    c.handle("m", mark(c, AC, 2, 8), 0)
+    c.handle(c.streams[AC].reading or "", mark(c, AC, 2, 8), 0)
     assert obs.joins == [("c1", None, None)] and c.started()
 
-    c.handle("m", event_fw(c, AB, 8, 20, ev("b1", "B", 0)), 0)
+    c.handle(c.streams[AB].reading or "", event_fw(c, AB, 8, 20, ev("b1", "B", 0)), 0)
     assert fed == []  # AC has only reached ts 8
-    c.handle("m", event_fw(c, AC, 3, 15, ev("c1", "C", 0)), 0)
+    c.handle(c.streams[AC].reading or "", event_fw(c, AC, 3, 15, ev("c1", "C", 0)), 0)
     assert fed == [(AC, "c1")]  # ts 15 < AB's 20; b1 (ts 20) waits for AC
-    c.handle("m", heartbeat(c, AC, 4, 20), 0)
+    c.handle(c.streams[AC].reading or "", heartbeat(c, AC, 4, 20), 0)
     assert fed == [(AC, "c1"), (AB, "b1")]  # AC reached 20 and ranks after AB
-    c.handle("m", event_fw(c, AC, 5, 20, ev("a2", "A", 0)), 0)
+    c.handle(c.streams[AC].reading or "", event_fw(c, AC, 5, 20, ev("a2", "A", 0)), 0)
     assert fed[2:] == []  # AB, ranked first, could still send ts 20
-    c.handle("m", event_fw(c, AB, 9, 20, ev("a3", "A", 0)), 0)
+    c.handle(c.streams[AB].reading or "", event_fw(c, AB, 9, 20, ev("a3", "A", 0)), 0)
     assert fed[2:] == [(AB, "a3")]  # same ts: rank 0 first, though it came later
-    c.handle("m", heartbeat(c, AB, 10, 21), 0)
+    c.handle(c.streams[AB].reading or "", heartbeat(c, AB, 10, 21), 0)
     assert fed[2:] == [(AB, "a3"), (AC, "a2")]
     assert obs.deliveries == [("c1", 0, ("a3", "b1")), ("c1", 1, ("a2", "c1"))]
     assert c.streams[AB].fed == [(8, "b1"), (9, "a3")] and c.streams[AC].released == 5
@@ -810,17 +811,17 @@ def test_client_ignores_duplicates() -> None:
     """A position at or below the last received (a copy after failover) is dropped."""
     c, obs, fed = client()
     c.start(0)
-    c.handle("m", mark(c, AB, 0, 1), 0)
-    c.handle("m", mark(c, AC, 0, 1), 0)
-    c.handle("m", event_fw(c, AB, 1, 5, ev("a1", "A", 0)), 0)
-    c.handle("m", heartbeat(c, AC, 1, 9), 0)
+    c.handle(c.streams[AB].reading or "", mark(c, AB, 0, 1), 0)
+    c.handle(c.streams[AC].reading or "", mark(c, AC, 0, 1), 0)
+    c.handle(c.streams[AB].reading or "", event_fw(c, AB, 1, 5, ev("a1", "A", 0)), 0)
+    c.handle(c.streams[AC].reading or "", heartbeat(c, AC, 1, 9), 0)
     assert fed == [(AB, "a1")]
-    c.handle("m", event_fw(c, AB, 1, 5, ev("a1", "A", 0)), 0)
-    c.handle("m", event_fw(c, AB, 0, 5, ev("zz", "B", 0)), 0)
-    c.handle("m", heartbeat(c, AB, 1, 100), 0)
+    c.handle(c.streams[AB].reading or "", event_fw(c, AB, 1, 5, ev("a1", "A", 0)), 0)
+    c.handle(c.streams[AB].reading or "", event_fw(c, AB, 0, 5, ev("zz", "B", 0)), 0)
+    c.handle(c.streams[AB].reading or "", heartbeat(c, AB, 1, 100), 0)
     assert fed == [(AB, "a1")]
     assert (c.streams[AB].position, c.streams[AB].progress) == (1, 5)
-    c.handle("m", event_fw(c, AB, 2, 6, ev("b1", "B", 0)), 0)
+    c.handle(c.streams[AB].reading or "", event_fw(c, AB, 2, 6, ev("b1", "B", 0)), 0)
     assert fed == [(AB, "a1"), (AB, "b1")] and obs.deliveries == [("c1", 0, ("a1", "b1"))]
 
 
@@ -828,13 +829,13 @@ def test_client_acks_what_it_released() -> None:
     """tick acknowledges to every replica the positions before the first entry still buffered."""
     c, _, _ = client()
     c.start(0)
-    c.handle("m", mark(c, AB, 3, 1), 0)
-    c.handle("m", mark(c, AC, 0, 1), 0)
-    c.handle("m", event_fw(c, AB, 4, 5, ev("a1", "A", 0)), 0)
-    c.handle("m", event_fw(c, AB, 6, 7, ev("a2", "A", 0)), 0)  # both wait for AC
+    c.handle(c.streams[AB].reading or "", mark(c, AB, 3, 1), 0)
+    c.handle(c.streams[AC].reading or "", mark(c, AC, 0, 1), 0)
+    c.handle(c.streams[AB].reading or "", event_fw(c, AB, 4, 5, ev("a1", "A", 0)), 0)
+    c.handle(c.streams[AB].reading or "", event_fw(c, AB, 6, 7, ev("a2", "A", 0)), 0)  # both wait for AC
     acks = [(d, m.role, m.position) for d, m in c.tick(100) if isinstance(m, Ack) and m.role == AB]
     assert acks == [(p, AB, 3) for p in placement(AB)]
-    c.handle("m", heartbeat(c, AC, 1, 10), 0)
+    c.handle(c.streams[AC].reading or "", heartbeat(c, AC, 1, 10), 0)
     later = [(d, m.position) for d, m in c.tick(200) if isinstance(m, Ack) and m.role == AB]
     assert later == [(p, 6) for p in placement(AB)]
     assert c.tick(300) == []
@@ -845,15 +846,15 @@ def test_client_leave_disconnects_and_stops() -> None:
     afterwards nothing is handled."""
     c, _, fed = client()
     c.start(0)
-    c.handle("m", mark(c, AB, 0, 1), 0)
-    c.handle("m", mark(c, AC, 0, 1), 0)
+    c.handle(c.streams[AB].reading or "", mark(c, AB, 0, 1), 0)
+    c.handle(c.streams[AC].reading or "", mark(c, AC, 0, 1), 0)
     sends = c.leave()
     assert sorted(sends, key=str) == sorted(
         [(p, Disconnect(AB, c.streams[AB].key, "c1")) for p in placement(AB)]
         + [(p, Disconnect(AC, c.streams[AC].key, "c1")) for p in placement(AC)],
         key=str,
     )
-    assert c.handle("m", event_fw(c, AB, 1, 5, ev("a1", "A", 0)), 0) == []
+    assert c.handle(c.streams[AB].reading or "", event_fw(c, AB, 1, 5, ev("a1", "A", 0)), 0) == []
     assert c.handle("m", Down(placement(AB)[0]), 0) == []
     assert c.tick(10_000) == []
     assert c.streams[AB].position == 0 and fed == []
@@ -863,7 +864,7 @@ def test_client_fails_over_when_its_replica_goes_down() -> None:
     """Down of the replica a stream reads reconnects to the next live one, after its position."""
     c, _, _ = client()
     c.start(0)
-    c.handle("m", mark(c, AB, 4, 1), 0)
+    c.handle(c.streams[AB].reading or "", mark(c, AB, 4, 1), 0)
     first, second = placement(AB)[:2]
     assert c.handle("zk", Down(first), 0) == [(second, Connect(AB, c.streams[AB].key, "c1", 4))]
     assert c.handle("zk", Up(first), 0) == []

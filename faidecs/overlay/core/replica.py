@@ -64,6 +64,7 @@ from faidecs.overlay.core.messages import (
 )
 from faidecs.overlay.core.replica_state import (
     Consumers,
+    EpochMessage,
     Inputs,
     Link,
     ReplicatedLog,
@@ -71,6 +72,8 @@ from faidecs.overlay.core.replica_state import (
 )
 
 Placement = Callable[[Role], tuple[str, ...]]
+#: Messages held per sender for an epoch the coordination service has not named yet.
+EARLY_LIMIT = 4096
 CommitHook = Callable[[Role, Decision, "Event | None"], None]
 
 
@@ -149,23 +152,23 @@ class MergerReplica:
             case Publish():
                 return self._item(msg.publisher, msg.seq, msg.event, now)
             case Forward():
-                return self._upstream(msg, now)
+                return self._upstream(sender, msg, now)
             case Decide():
-                return self._on_decide(sender, msg, now)
+                return self._on_decide(sender, msg, now) if self._from_leader(sender, msg) else []
             case Holds():
                 return self._on_holds(msg, now)
             case Commit():
-                if msg.epoch == self.log.epoch and self.log.status == "normal":
+                if self._from_leader(sender, msg) and self.log.status == "normal":
                     return self._set_commit(min(msg.commit, len(self.log.decisions) - 1), now)
                 return []
             case LeaderChange():
                 return self._on_leader_change(msg, now)
             case EpochQuery():
-                return self._on_epoch_query(msg)
+                return self._on_epoch_query(msg) if self._from_leader(sender, msg) else []
             case EpochState():
                 return self._on_epoch_state(msg, now)
             case NewLog():
-                return self._on_new_log(sender, msg, now)
+                return self._on_new_log(sender, msg, now) if self._from_leader(sender, msg) else []
             case Register():
                 return self._on_register(msg, now)
             case Connect():
@@ -181,10 +184,7 @@ class MergerReplica:
                 self._trim(now)
                 return []
             case Ack():
-                acks, k = self.consumers.acks, (msg.consumer, msg.process)
-                acks[k] = max(acks.get(k, -1), msg.position)
-                self._trim(now)
-                return []
+                return self._on_ack(msg, now)
             case Down():
                 return self._on_down(msg.process, now)
             case Up():
@@ -220,11 +220,17 @@ class MergerReplica:
 
     # --- inputs ----------------------------------------------------------------------------
 
-    def _upstream(self, msg: Forward, now: int) -> list[Send]:
+    def _upstream(self, sender: str, msg: Forward, now: int) -> list[Send]:
         up = self.upstream
         side = "L" if msg.role == up.sides.get("L") else "R" if msg.role == up.sides.get("R") else None
         if side is None:
             raise ProtocolError(f"{role_name(self.role)} at {self.me}: stream of {role_name(msg.role)} is no input")
+        if sender != up.reading[side]:
+            # Only the replica it reads feeds a side: a copy from the one it read before failing
+            # over says nothing new (that one resends from ``received``), and another sender's
+            # positions would be ahead of the stream it reads, which it would then skip.
+            up.foreign += 1
+            return []
         if msg.position <= up.received[side]:
             return []  # a copy from the replica we read before failing over
         up.received[side] = msg.position
@@ -239,6 +245,10 @@ class MergerReplica:
         k = (source, key)
         inputs = self.inputs
         if k in inputs.items:
+            held = inputs.items[k]
+            if held is not None and held != payload:  # a publisher's bug, or a forgery: never ordered
+                inputs.conflicting += 1
+                inputs.last_conflict = k
             return []
         inputs.items[k] = payload
         inputs.arrivals.append(k)
@@ -453,12 +463,46 @@ class MergerReplica:
 
     # --- replication ----------------------------------------------------------------------------
 
-    def _on_decide(self, sender: str, msg: Decide, now: int) -> list[Send]:
+    def _from_leader(self, sender: str, msg: EpochMessage) -> bool:
+        """Whether ``msg`` comes from the leader the coordination service named for its epoch,
+        the one epoch this replica takes decisions and queries of. One of an older epoch is
+        turned away; one of an epoch the service has not named here yet is held (a leader may
+        hear of its election first) until the service names its sender leader of that epoch:
+        an epoch a process chose for itself never takes a role over."""
         log = self.log
         if msg.epoch < log.epoch:
             log.stale_rejected += 1
-            return []
-        if msg.epoch > log.epoch or log.status != "normal" or sender != log.leader:
+            return False
+        if msg.epoch > log.epoch:
+            early = log.early.setdefault(sender, [])
+            if len(early) < EARLY_LIMIT:
+                early.append(msg)
+            else:
+                log.unconfirmed += 1
+            return False
+        if sender != log.leader or (isinstance(msg, EpochQuery) and msg.leader != sender):
+            log.unconfirmed += 1
+            return False
+        return True
+
+    def _confirm_early(self, now: int) -> list[Send]:
+        """After a leader change: what its leader sent early for this epoch, in the order sent."""
+        log = self.log
+        early, log.early = log.early, {}
+        out: list[Send] = []
+        for sender, msgs in early.items():
+            for msg in msgs:
+                if msg.epoch > log.epoch:
+                    log.early.setdefault(sender, []).append(msg)
+                elif msg.epoch == log.epoch and sender == log.leader:
+                    out += self.handle(sender, msg, now)
+                else:
+                    log.unconfirmed += 1
+        return out
+
+    def _on_decide(self, sender: str, msg: Decide, now: int) -> list[Send]:
+        log = self.log
+        if log.status != "normal":
             return []  # cannot happen on FIFO links: a new leader's log precedes its decisions
         d = msg.decision
         if d.position < len(log.decisions):
@@ -476,11 +520,12 @@ class MergerReplica:
         if msg.epoch != log.epoch or not self.is_leading():
             return []
         before = log.holds.get(msg.replica, 0)
-        log.holds[msg.replica] = max(before, msg.length)
+        length = min(msg.length, len(log.decisions))  # no follower holds what was never decided
+        log.holds[msg.replica] = max(before, length)
         out: list[Send] = []
         # Every Decide a follower appends raises its length: one that does not is a follower that
         # missed decisions. Resend what it lacks, at most once per retry interval.
-        if msg.length <= before and msg.length < len(log.decisions):
+        if length <= before and length < len(log.decisions):
             if now - log.resent_at.get(msg.replica, -self.retry_every) >= self.retry_every:
                 log.resent_at[msg.replica] = now
                 out += [(msg.replica, Decide(self.role, log.epoch, d, log.commit)) for d in log.decisions[msg.length :]]
@@ -514,11 +559,11 @@ class MergerReplica:
         self.upstream.asked.clear()
         if msg.leader != self.me:
             log.status = "waiting"
-            return []
+            return self._confirm_early(now)
         log.status = "recovering"
         log.recovery = {} if self.amnesic else {self.me: self._state()}
         out: list[Send] = [(p, EpochQuery(self.role, log.epoch, self.me)) for p in self.replicas if p != self.me]
-        return out + self._maybe_recover(now)
+        return out + self._maybe_recover(now) + self._confirm_early(now)
 
     def _state(self) -> EpochState:
         # With lossy inputs a replica vouches only for the decisions whose payloads it holds, as
@@ -527,15 +572,9 @@ class MergerReplica:
         return EpochState(self.role, log.epoch, self.me, log.log_epoch, tuple(log.decisions[: self.held()]), log.commit)
 
     def _on_epoch_query(self, msg: EpochQuery) -> list[Send]:
-        log = self.log
-        if msg.epoch < log.epoch:
-            log.stale_rejected += 1
-            return []
         if self.amnesic:
             return []  # an empty log after a restart must not count towards a recovery majority
-        if msg.epoch > log.epoch:
-            log.epoch, log.leader, log.holds = msg.epoch, msg.leader, {}
-        log.status = "waiting" if msg.leader != self.me else log.status
+        self.log.status = "waiting"
         return [(msg.leader, self._state())]
 
     def _on_epoch_state(self, msg: EpochState, now: int) -> list[Send]:
@@ -564,9 +603,6 @@ class MergerReplica:
 
     def _on_new_log(self, sender: str, msg: NewLog, now: int) -> list[Send]:
         log = self.log
-        if msg.epoch < log.epoch:
-            log.stale_rejected += 1
-            return []
         committed = log.decisions[: log.commit + 1]
         if list(msg.decisions[: len(committed)]) != committed:
             raise ProtocolError(f"{role_name(self.role)} at {self.me}: epoch {msg.epoch} rewrites committed decisions")
@@ -645,6 +681,20 @@ class MergerReplica:
         return [(msg.replica, Publish(d.source, d.key, payload))]
 
     # --- downstream -----------------------------------------------------------------------------
+
+    def _on_ack(self, msg: Ack, now: int) -> list[Send]:
+        consumers, k = self.consumers, (msg.consumer, msg.process)
+        # A consumer reading this replica has no more than it was sent: trusting more would drop
+        # payloads that link still has to send. (A consumer reading another replica may be ahead
+        # of this one; _trim never drops beyond the commit point anyway.)
+        position = msg.position
+        link = consumers.links.get(k)
+        if link is not None and position > link.sent:
+            consumers.bad_acks += 1
+            position = link.sent
+        consumers.acks[k] = max(consumers.acks.get(k, -1), position)
+        self._trim(now)
+        return []
 
     def _on_connect(self, msg: Connect, now: int) -> list[Send]:
         consumers = self.consumers

@@ -11,14 +11,13 @@ from typing import Literal
 from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter
 from faidecs.merging.roles import Role, is_root, parents
-from faidecs.overlay.core.messages import (
-    Decision,
-    EpochState,
-)
+from faidecs.overlay.core.messages import Commit, Decide, Decision, EpochQuery, EpochState, NewLog
 
 ItemKey = tuple[str, int]
 LinkKey = tuple[str, str]  # (consumer, process)
 Status = Literal["waiting", "recovering", "normal"]
+#: The messages only the leader of their epoch sends.
+EpochMessage = Decide | Commit | EpochQuery | NewLog
 
 
 @dataclass(slots=True)
@@ -53,6 +52,10 @@ class ReplicatedLog:
     recovery: dict[str, EpochState] = field(default_factory=dict)  # recovering leader: the answers
     resent_at: dict[str, int] = field(default_factory=dict)  # leader: follower -> when it last resent a gap
     stale_rejected: int = 0  # messages of an older epoch turned away
+    #: sender -> its decisions and queries of an epoch the coordination service has not named
+    #: yet, held until it names their sender leader of that epoch (or a later epoch)
+    early: dict[str, list[EpochMessage]] = field(default_factory=dict)
+    unconfirmed: int = 0  # such messages the coordination service never confirmed, turned away
 
 
 @dataclass(slots=True)
@@ -69,6 +72,8 @@ class Inputs:
     fetch_from: int = 0  # lossy_inputs: positions before it have their payloads here
     fetched_at: int = 0  # lossy_inputs: when it last asked its peers for missing payloads
     fetches: int = 0  # lossy_inputs: payloads asked for
+    conflicting: int = 0  # publications repeating a (publisher, seq) with other content, dropped
+    last_conflict: ItemKey | None = None
 
 
 @dataclass(slots=True)
@@ -83,6 +88,7 @@ class Consumers:
     reported: int = -1  # on_commit: the last position reported
     trimmed: int = -1  # positions up to it have their payloads dropped
     refused_connects: int = 0  # links refused: they would start at a dropped position
+    bad_acks: int = 0  # acknowledgements beyond what this replica sent the link, cut down to it
 
 
 @dataclass(slots=True)
@@ -97,6 +103,7 @@ class Upstream:
     last_ack: int = 0  # when it last acknowledged
     pending: dict[tuple[str, str], Filter] = field(default_factory=dict)  # leader: (consumer, request) -> filter
     asked: dict[str, tuple[Filter, int]] = field(default_factory=dict)  # leader: side -> (filter asked for, when)
+    foreign: int = 0  # stream positions from a replica it does not read, turned away
 
     @classmethod
     def of(cls, role: Role) -> Upstream:
@@ -112,4 +119,4 @@ class Upstream:
         )
 
 
-__all__ = ["Consumers", "Inputs", "ItemKey", "Link", "LinkKey", "ReplicatedLog", "Status", "Upstream"]
+__all__ = ["Consumers", "EpochMessage", "Inputs", "ItemKey", "Link", "LinkKey", "ReplicatedLog", "Status", "Upstream"]

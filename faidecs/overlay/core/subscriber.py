@@ -29,7 +29,7 @@ from faidecs.matching.events import Event
 from faidecs.matching.records import Matcher
 from faidecs.merging.filters import Filter, union_all
 from faidecs.merging.roles import Role, role_name, split_by_role
-from faidecs.overlay.core.keys import subscriber_key
+from faidecs.overlay.core.keys import stream_key
 from faidecs.overlay.core.messages import (
     Ack,
     Connect,
@@ -124,19 +124,16 @@ class SubscriberClient:
         self.started_at = 0
         self.marker = marker
         self.ready_at: int | None = None  # when every stream had started (the driver's clock)
-        options = (
-            f"{subscription.matching.value}+{subscription.disposal.value}+{subscription.covering.value}"
-            f"+{subscription.partition_by or ''}"
-        )
         self.streams: dict[Role, Stream] = {}
         for rank, (role, indices, part) in enumerate(split(subscription)):
             program = Program(dict(types), (part,))
             engine = Engine(program, matcher=matcher)
-            key = subscriber_key([c.text for c in part.conjunctions], options)
+            key = stream_key(part)
             self.streams[role] = Stream(
                 role, rank, key, union_all(Filter.of(c) for c in part.conjunctions), list(indices), engine, program
             )
         self.heap: list[tuple[int, int, int, Role, Event]] = []
+        self.foreign = 0  # stream positions from a replica it does not read, turned away
 
     # --- driving ---------------------------------------------------------------------------------
 
@@ -185,7 +182,7 @@ class SubscriberClient:
         if self.gone:
             return []
         if isinstance(msg, Forward):
-            return self._on_forward(msg, now)
+            return self._on_forward(sender, msg, now)
         if isinstance(msg, JoinRequest):
             return [(msg.joiner, self._join_state(msg.joiner, msg.keys))]
         if isinstance(msg, JoinState):
@@ -239,10 +236,16 @@ class SubscriberClient:
 
     # --- streams -----------------------------------------------------------------------------------
 
-    def _on_forward(self, msg: Forward, now: int) -> list[Send]:
+    def _on_forward(self, sender: str, msg: Forward, now: int) -> list[Send]:
         s = self.streams.get(msg.role)
         if s is None:
             raise ProtocolError(f"subscriber {self.name}: stream of {role_name(msg.role)} was never asked for")
+        if sender != s.reading:
+            # Only the replica it reads feeds a stream: the one it read before failing over says
+            # nothing new (the new one resends after ``position``), and positions from another
+            # would be ahead of the stream it reads, which it would then skip.
+            self.foreign += 1
+            return []
         if not s.started:
             if msg.kind == "mark" and msg.request == self.name and msg.consumer == s.key:
                 s.started, s.start, s.position, s.released = True, msg.position, msg.position, msg.position
