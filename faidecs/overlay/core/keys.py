@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
+from faidecs.grammar.model import Subscription
 from faidecs.merging.roles import Role, role_name
 
 
@@ -23,8 +24,14 @@ def subscriber_key(conjunction_texts: Iterable[str], options: str) -> str:
     return "sub:" + hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
 
 
+def stream_key(part: Subscription) -> str:
+    """The consumer key of a subscriber's stream of ``part`` (its conjunctions that one merger serves)."""
+    options = f"{part.matching.value}+{part.disposal.value}+{part.covering.value}+{part.partition_by or ''}"
+    return subscriber_key([c.text for c in part.conjunctions], options)
+
+
 def is_subscriber(key: str) -> bool:
     return key.startswith("sub:")
 
 
-__all__ = ["is_subscriber", "merger_key", "subscriber_key"]
+__all__ = ["is_subscriber", "merger_key", "stream_key", "subscriber_key"]
