@@ -298,6 +298,18 @@ class FrameCodec(Generic[E]):
         except Exception as exc:  # UnicodeDecodeError, RecursionError...
             raise self.error(f"not a msgpack message ({type(exc).__name__}: {exc})") from None
 
+    def code_of(self, data: bytes) -> int | None:
+        """The kind's code ``data`` starts with, read off its head alone (the rest is not decoded);
+        None when it is not one of this format's kinds."""
+        if len(data) > 2 and data[0] >> 4 == 9 and data[1] == self.version and data[2] in self._decoders:
+            return data[2]
+        try:
+            head = self._head.decode(data)
+        except Exception:  # noqa: BLE001 - not a frame: the decoding says why, if it is tried
+            return None
+        code = head.code
+        return code if type(code) is int and head.version == self.version and code in self._decoders else None
+
     def _kind(self, data: bytes) -> tuple[str, type[Frame], msgspec.msgpack.Decoder[Any]]:
         """The kind ``data`` says it is, from a decoded head; ``error`` if none."""
         try:

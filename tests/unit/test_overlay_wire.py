@@ -682,7 +682,7 @@ class _Forgetful(dict[str, Any]):
 
 
 def decode_through_validator(data: bytes) -> Message | WireError:
-    with mock.patch.object(wire_module, "_KNOWN", _Forgetful()):
+    with mock.patch.object(wire_module._OPEN, "known", _Forgetful()):
         try:
             return decode(data)
         except WireError as exc:
@@ -876,13 +876,13 @@ def test_what_msgpack_cannot_carry_still_meets_the_validator(index: int, value: 
     """Values no msgpack bytes decode to (strict UTF-8, 64-bit integers), given to the event
     decoder directly: the fast path leaves them to the validator."""
     raw = wire(Publish("p", 0, event()))[4]
-    wire_module._event(list(raw))  # primes the fast path
+    wire_module._OPEN.event(list(raw))  # primes the fast path
     raw[index] = value
     if words is None:
-        assert wire_module._event(raw).values[1] == float(2**53 + 1)
+        assert wire_module._OPEN.event(raw).values[1] == float(2**53 + 1)
         return
     with pytest.raises(BadField, match=f"invalid event: .*{re.escape(words)}"):
-        wire_module._event(raw)
+        wire_module._OPEN.event(raw)
 
 
 def test_head_in_any_msgpack_form() -> None:

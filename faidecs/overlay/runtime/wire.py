@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields as dataclass_fields
 from functools import lru_cache
 from typing import Annotated, Any, Final, Literal, Union
@@ -113,7 +113,19 @@ class WireError(FaidecsError):
 Nat = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
 FromM1 = Annotated[int, msgspec.Meta(ge=-1, le=INT64_MAX)]  # positions and commits: -1 is "none yet"
 KindName = Literal["int", "float", "str", "bool"]
-RoleWire = tuple[str, ...]  # canonical: checked by _role
+#: Caps on what one message holds, far above any deployment's: msgspec checks a container's
+#: length from its header before it decodes an item, so a peer cannot make a process build
+#: millions of empty values out of a few megabytes. Every container a peer's message holds is
+#: capped, or of a kind only trusted processes may send (authority.py: a log, a subscriber's state).
+MAX_NAME: Final = 1024  # characters of a type's or an attribute's name
+MAX_TYPES: Final = 4096  # types in a role or a filter, streams of a subscriber
+MAX_ATTRIBUTES: Final = 4096  # attributes of an event type
+MAX_ALTERNATIVES: Final = 65536  # alternatives of one type in a filter
+MAX_PREDICATES: Final = 4096  # predicates of one alternative
+Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
+RoleWire = Annotated[tuple[Name, ...], msgspec.Meta(max_length=MAX_TYPES)]  # canonical: checked by _role
+KeysWire = Annotated[tuple[str, ...], msgspec.Meta(max_length=MAX_TYPES)]
+Scalar = bool | int | float | str
 
 
 class _Array(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
@@ -122,9 +134,9 @@ class _Array(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
 
 class EventWire(_Array):
     id: str
-    type: str
-    attributes: list[tuple[str, str]]
-    values: list[Any]
+    type: Name
+    attributes: Annotated[list[tuple[Name, str]], msgspec.Meta(max_length=MAX_ATTRIBUTES)]
+    values: Annotated[list[Scalar], msgspec.Meta(max_length=MAX_ATTRIBUTES)]
     publisher: str | None
     seq: Nat | None
 
@@ -163,8 +175,11 @@ class PredicateWire(_Array):
     right: ValueWire
 
 
-AlternativeWire = list[tuple[PredicateWire, tuple[str, int]]]
-FilterWire = list[tuple[str, list[AlternativeWire]]]
+AlternativeWire = Annotated[list[tuple[PredicateWire, tuple[Name, int]]], msgspec.Meta(max_length=MAX_PREDICATES)]
+FilterWire = Annotated[
+    list[tuple[Name, Annotated[list[AlternativeWire], msgspec.Meta(max_length=MAX_ALTERNATIVES)]]],
+    msgspec.Meta(max_length=MAX_TYPES),
+]
 
 
 class DecisionWire(_Array):
@@ -260,11 +275,6 @@ def _declared(name: str, attributes: tuple[tuple[str, str], ...]) -> tuple[Event
     return event_type, EventValidator({name: event_type}), _checker(event_type)
 
 
-#: The fast path's cache: a type's name -> its declaration as the wire has it, ``[(attribute, kind),
-#: ...]``, and what :func:`_declared` returned for it. The last declaration decoded for each name;
-#: an event whose declaration is equal to it skips the name and declaration checks.
-_KNOWN: dict[str, tuple[list[tuple[str, str]], tuple[EventType, EventValidator, Checker]]] = {}
-
 #: The largest integer a float attribute takes on the fast path: up to 2**53 every integer is a
 #: float exactly, so converting it cannot depend on how the validator rounds.
 _EXACT: Final = 2**53
@@ -313,55 +323,84 @@ def _encode_event(e: Event) -> list[Any]:
     return [e.id, e.event_type.name, _declaration(e.event_type), e.values, e.publisher, e.seq]
 
 
-def _event(v: EventWire | list[Any]) -> Event:
-    """An event, checked as :class:`EventValidator` checks one. A plainly valid event (the common
-    case) takes a fast path; anything else goes through the validator itself, so that it alone
-    decides what is rejected and says why. (msgspec already checked the fields' types; a list is
-    taken too, for a caller that has one.)"""
-    if type(v) is list:
-        event_id, type_name, attributes, values, publisher, seq = v
-        v = EventWire(event_id, type_name, [tuple(pair) for pair in attributes], values, publisher, seq)
-    assert isinstance(v, EventWire)
-    known = _KNOWN.get(v.type)
-    if known is not None:
-        event_id, values, publisher = v.id, v.values, v.publisher
-        if (
-            v.attributes == known[0]  # equal lists of equal (attribute, kind) pairs
-            and len(values) == len(v.attributes)
-            and event_id
-            and (event_id.isascii() or _utf8(event_id))
-            and (publisher is None or publisher.isascii() or _utf8(publisher))
-        ):
-            event_type, _, check = known[1]
-            checked = check(values)
-            if checked is not None:
-                return Event(event_id, event_type, checked, publisher, v.seq)
-    return _validated_event(v)
+class _Events:
+    """How a decoder turns an :class:`EventWire` into an :class:`Event`. With ``declared`` types
+    (a deployment's), an event must be of one of them, declared exactly so, and checked before
+    anything is built for it: every type's validator and checker are built here, once, and no
+    peer can make the decoder build or keep more. Without (``declared`` None: tools and tests that
+    read any overlay message), any well-formed declaration is taken, and what is built for it is
+    cached (at most 1,024 types, then the cache starts anew)."""
 
+    def __init__(self, declared: Mapping[str, EventType] | None):
+        self.open = declared is None
+        #: The fast path's table: a type's name -> its declaration as the wire has it, ``[(attribute,
+        #: kind), ...]``, and its type, validator and checker. An event whose declaration is equal
+        #: to its type's entry skips the name and declaration checks.
+        self.known: dict[str, tuple[list[tuple[str, str]], tuple[EventType, EventValidator, Checker]]] = {}
+        for name, t in (declared or {}).items():
+            self.known[name] = (list(_declaration(t)), (t, EventValidator({name: t}), _checker(t)))
 
-def _validated_event(v: EventWire) -> Event:
-    """An event, through :class:`EventValidator`: the slow path, and the reference for the fast one."""
-    try:
-        _name(v.type)
-    except BadField as bad:
-        raise bad.at("type") from None
-    try:
-        known = _declared(v.type, tuple(v.attributes))
-    except BadField as bad:
-        raise bad.at("attributes") from None
-    if len(_KNOWN) >= 1024:
-        _KNOWN.clear()
-    _KNOWN[v.type] = (list(v.attributes), known)
-    event_type, validator, _ = known
-    names = [a.name for a in event_type.attributes]
-    if len(v.values) != len(names):
-        raise BadField(f"{len(v.values)} values for the {len(names)} attributes of {v.type}").at("values")
-    try:
-        return validator.validate(
-            {"id": v.id, "type": v.type, "attrs": dict(zip(names, v.values)), "publisher": v.publisher, "seq": v.seq}
-        )
-    except EventError as exc:
-        raise BadField(f"invalid event: {exc}") from None
+    def event(self, v: EventWire | list[Any]) -> Event:
+        """An event, checked as :class:`EventValidator` checks one. A plainly valid event (the
+        common case) takes a fast path; anything else goes through the validator itself, so that
+        it alone decides what is rejected and says why. (msgspec already checked the fields'
+        types; a list is taken too, for a caller that has one.)"""
+        if type(v) is list:
+            event_id, type_name, attributes, values, publisher, seq = v
+            v = EventWire(event_id, type_name, [tuple(pair) for pair in attributes], values, publisher, seq)
+        assert isinstance(v, EventWire)
+        known = self.known.get(v.type)
+        if known is not None:
+            event_id, values, publisher = v.id, v.values, v.publisher
+            if (
+                v.attributes == known[0]  # equal lists of equal (attribute, kind) pairs
+                and len(values) == len(v.attributes)
+                and event_id
+                and (event_id.isascii() or _utf8(event_id))
+                and (publisher is None or publisher.isascii() or _utf8(publisher))
+            ):
+                event_type, _, check = known[1]
+                checked = check(values)
+                if checked is not None:
+                    return Event(event_id, event_type, checked, publisher, v.seq)
+        return self._validated(v)
+
+    def _type(self, v: EventWire) -> tuple[EventType, EventValidator, Checker]:
+        """The type ``v`` declares, with its validator and checker."""
+        known = self.known.get(v.type)
+        if not self.open:
+            if known is None:
+                raise BadField(f"type {show(v.type)} is not declared in this deployment").at("type")
+            if v.attributes != known[0]:
+                declared = known[1][0].declaration()
+                raise BadField(f"type {v.type} is declared in this deployment as {declared}").at("attributes")
+            return known[1]
+        try:
+            _name(v.type)
+        except BadField as bad:
+            raise bad.at("type") from None
+        try:
+            built = _declared(v.type, tuple(v.attributes))
+        except BadField as bad:
+            raise bad.at("attributes") from None
+        if len(self.known) >= 1024:
+            self.known.clear()
+        self.known[v.type] = (list(v.attributes), built)
+        return built
+
+    def _validated(self, v: EventWire) -> Event:
+        """An event, through :class:`EventValidator`: the slow path, and the reference for the fast one."""
+        event_type, validator, _ = self._type(v)
+        names = [a.name for a in event_type.attributes]
+        if len(v.values) != len(names):
+            raise BadField(f"{len(v.values)} values for the {len(names)} attributes of {v.type}").at("values")
+        try:
+            attrs = dict(zip(names, v.values))
+            return validator.validate(
+                {"id": v.id, "type": v.type, "attrs": attrs, "publisher": v.publisher, "seq": v.seq}
+            )
+        except EventError as exc:
+            raise BadField(f"invalid event: {exc}") from None
 
 
 # --- filters ---------------------------------------------------------------------------------------
@@ -516,12 +555,14 @@ def _snapshot(v: dict[str, Any]) -> dict[str, Any]:
     return v
 
 
-def _by_role(decode: Callable[[Any], Any]) -> Callable[[list[tuple[RoleWire, Any]]], dict[Role, Any]]:
+def _by_role(
+    role: Callable[[RoleWire], Role], decode: Callable[[Any], Any]
+) -> Callable[[list[tuple[RoleWire, Any]]], dict[Role, Any]]:
     def decode_pairs(v: list[tuple[RoleWire, Any]]) -> dict[Role, Any]:
         out: dict[Role, Any] = {}
-        for i, (role, value) in enumerate(v):
+        for i, (role_wire, value) in enumerate(v):
             try:
-                key = _role(role)
+                key = role(role_wire)
                 if key in out:
                     raise BadField(f"role {list(key)} listed twice")
                 out[key] = decode(value)
@@ -608,22 +649,16 @@ def _decisions(v: list[DecisionWire]) -> tuple[Decision, ...]:
     return tuple(out)
 
 
-def _optional_event(v: EventWire | None) -> Event | None:
-    return None if v is None else _event(v)
-
-
 def _encode_optional_event(e: Event | None) -> list[Any] | None:
     return None if e is None else _encode_event(e)
 
 
 STR, NAT, FROM_M1 = _Field(str), _Field(Nat), _Field(FromM1)
-ROLE, KIND, BOOL = _Field(RoleWire, _role), _Field(EntryKind), _Field(bool)
+KIND, BOOL = _Field(EntryKind), _Field(bool)
 FILTER = _Field(FilterWire, _filter, _encode_filter)
 OPT_FILTER = _DECISION_FIELDS["filter"]
 DECISION = _Field(DecisionWire, _DECISION.build, _DECISION.encode)
 DECISIONS = _Field(list[DecisionWire], _decisions, lambda ds: [_DECISION.encode(d) for d in ds])
-EVENT = _Field(EventWire, _event, _encode_event)
-OPT_EVENT = _Field(EventWire | None, _optional_event, _encode_optional_event)
 
 #: The message kinds' codes: never renumber one; a new kind takes the next code.
 CODES: Final[dict[type, int]] = {
@@ -634,38 +669,49 @@ CODES: Final[dict[type, int]] = {
         start=1,
     )
 }
-_LAYOUTS: dict[type, dict[str, _Field]] = {
-    Publish: dict(publisher=STR, seq=NAT, event=EVENT),
-    Connect: dict(role=ROLE, consumer=STR, process=STR, after=FROM_M1),
-    Disconnect: dict(role=ROLE, consumer=STR, process=STR),
-    Forward: dict(
-        role=ROLE, position=NAT, ts=NAT, kind=KIND, event=OPT_EVENT, consumer=STR, request=STR, filter=OPT_FILTER
-    ),
-    Ack: dict(role=ROLE, consumer=STR, process=STR, position=FROM_M1),
-    Register: dict(role=ROLE, consumer=STR, request=STR, filter=FILTER),
-    Decide: dict(role=ROLE, epoch=NAT, decision=DECISION, commit=FROM_M1),
-    Holds: dict(role=ROLE, epoch=NAT, replica=STR, length=NAT),
-    Commit: dict(role=ROLE, epoch=NAT, commit=FROM_M1),
-    EpochQuery: dict(role=ROLE, epoch=NAT, leader=STR),
-    EpochState: dict(role=ROLE, epoch=NAT, replica=STR, log_epoch=NAT, decisions=DECISIONS, commit=FROM_M1),
-    NewLog: dict(role=ROLE, epoch=NAT, decisions=DECISIONS, commit=FROM_M1),
-    LeaderChange: dict(role=ROLE, leader=STR, epoch=NAT),
-    Down: dict(process=STR),
-    Up: dict(process=STR),
-    JoinRequest: dict(joiner=STR, keys=_Field(tuple[str, ...])),
-    JoinState: dict(
-        peer=STR,
-        snapshots=_Field(list[tuple[RoleWire, dict[str, Any]]], _by_role(_snapshot), _pairs),
-        positions=_Field(list[tuple[RoleWire, FromM1]], _by_role(lambda position: position), _pairs),
-        ok=BOOL,
-        marker=_Field(Nat | None),
-    ),
-    MarkerRequest: dict(
-        role=ROLE, consumer=STR, process=STR, filter=FILTER, heartbeats=BOOL, after=_Field(FromM1 | None)
-    ),
-    MarkerReply: dict(role=ROLE, consumer=STR, position=FROM_M1, ts=NAT, ok=BOOL),
-    Fetch: dict(role=ROLE, replica=STR, position=NAT),
-}
+#: code -> message kind
+KINDS: Final[dict[int, type]] = {code: cls for cls, code in CODES.items()}
+
+
+def _layouts(role: Callable[[RoleWire], Role], event: Callable[[EventWire], Event]) -> dict[type, dict[str, _Field]]:
+    """Every kind's fields, with ``role`` and ``event`` deciding what roles and events are taken."""
+    ROLE = _Field(RoleWire, role)  # noqa: N806 - a field like the constants above
+    EVENT = _Field(EventWire, event, _encode_event)  # noqa: N806
+    OPT_EVENT = _Field(  # noqa: N806
+        EventWire | None, lambda v: None if v is None else event(v), _encode_optional_event
+    )
+    return {
+        Publish: dict(publisher=STR, seq=NAT, event=EVENT),
+        Connect: dict(role=ROLE, consumer=STR, process=STR, after=FROM_M1),
+        Disconnect: dict(role=ROLE, consumer=STR, process=STR),
+        Forward: dict(
+            role=ROLE, position=NAT, ts=NAT, kind=KIND, event=OPT_EVENT, consumer=STR, request=STR, filter=OPT_FILTER
+        ),
+        Ack: dict(role=ROLE, consumer=STR, process=STR, position=FROM_M1),
+        Register: dict(role=ROLE, consumer=STR, request=STR, filter=FILTER),
+        Decide: dict(role=ROLE, epoch=NAT, decision=DECISION, commit=FROM_M1),
+        Holds: dict(role=ROLE, epoch=NAT, replica=STR, length=NAT),
+        Commit: dict(role=ROLE, epoch=NAT, commit=FROM_M1),
+        EpochQuery: dict(role=ROLE, epoch=NAT, leader=STR),
+        EpochState: dict(role=ROLE, epoch=NAT, replica=STR, log_epoch=NAT, decisions=DECISIONS, commit=FROM_M1),
+        NewLog: dict(role=ROLE, epoch=NAT, decisions=DECISIONS, commit=FROM_M1),
+        LeaderChange: dict(role=ROLE, leader=STR, epoch=NAT),
+        Down: dict(process=STR),
+        Up: dict(process=STR),
+        JoinRequest: dict(joiner=STR, keys=_Field(KeysWire)),
+        JoinState: dict(
+            peer=STR,
+            snapshots=_Field(list[tuple[RoleWire, dict[str, Any]]], _by_role(role, _snapshot), _pairs),
+            positions=_Field(list[tuple[RoleWire, FromM1]], _by_role(role, lambda position: position), _pairs),
+            ok=BOOL,
+            marker=_Field(Nat | None),
+        ),
+        MarkerRequest: dict(
+            role=ROLE, consumer=STR, process=STR, filter=FILTER, heartbeats=BOOL, after=_Field(FromM1 | None)
+        ),
+        MarkerReply: dict(role=ROLE, consumer=STR, position=FROM_M1, ts=NAT, ok=BOOL),
+        Fetch: dict(role=ROLE, replica=STR, position=NAT),
+    }
 
 
 def _frame(cls: type, fields: dict[str, _Field]) -> type[Frame]:
@@ -682,6 +728,8 @@ def _frame(cls: type, fields: dict[str, _Field]) -> type[Frame]:
     return frame
 
 
+_OPEN = _Events(None)
+_LAYOUTS = _layouts(_role, _OPEN.event)
 _FRAMES = {cls: _frame(cls, _LAYOUTS[cls]) for cls in CODES}
 _BY_CLASS = {cls: _Record(cls, _FRAMES[cls], (VERSION, code), _LAYOUTS[cls]) for cls, code in CODES.items()}
 _BY_CODE = {code: _BY_CLASS[cls] for cls, code in CODES.items()}
@@ -697,10 +745,43 @@ def encode(msg: Message) -> bytes:
 
 
 def decode(data: bytes) -> Message:
-    """The message ``data`` holds, all of it; :class:`WireError` saying what and where otherwise."""
+    """The message ``data`` holds, all of it; :class:`WireError` saying what and where otherwise.
+    Any well-formed role and event type is taken: a deployment's processes decode with
+    :class:`Declared` instead."""
     name, frame = _CODEC.decode(data)
     msg: Message = _CODEC.guard(name, _BY_CODE[frame.code].build, frame)
     return msg
 
 
-__all__ = ["CODES", "MAX_DEPTH", "VERSION", "WireError", "decode", "encode"]
+class Declared:
+    """:func:`decode` for one deployment: a role must be one of ``roles``, an event's type one of
+    ``types``, declared exactly so. What a peer sends is checked against these before anything is
+    built for it, and nothing it sends is kept: every type's checker is built here, at the start
+    (:class:`_Events`)."""
+
+    def __init__(self, types: Mapping[str, EventType], roles: Iterable[Role]):
+        self.roles = {role: role for role in roles}
+        events = _Events(types)
+        layouts = _layouts(self._role, events.event)
+        self._by_code = {code: _Record(cls, _FRAMES[cls], (VERSION, code), layouts[cls]) for cls, code in CODES.items()}
+
+    def _role(self, v: RoleWire) -> Role:
+        role = self.roles.get(v)
+        if role is None:
+            raise BadField(f"role {show(list(v))} is not one of this deployment's")
+        return role
+
+    def decode(self, data: bytes) -> Message:
+        """The message ``data`` holds, of this deployment; :class:`WireError` otherwise."""
+        name, frame = _CODEC.decode(data)
+        msg: Message = _CODEC.guard(name, self._by_code[frame.code].build, frame)
+        return msg
+
+
+def kind_of(data: bytes) -> type | None:
+    """The message kind ``data`` says it is, read off its head alone; None when it says none."""
+    code = _CODEC.code_of(data)
+    return KINDS.get(code) if code is not None else None
+
+
+__all__ = ["CODES", "KINDS", "MAX_DEPTH", "VERSION", "Declared", "WireError", "decode", "encode", "kind_of"]
