@@ -79,7 +79,8 @@ class Codec(Protocol):
     """How a transport turns messages into bytes and back, and which decoded messages it refuses.
 
     ``decode`` is the gate for a peer's bytes: it raises ``error`` for anything malformed;
-    ``refuse`` says why the authenticated ``sender`` may not send ``msg``, as (kind, reason)."""
+    ``screen`` says why ``sender``'s bytes are not even decoded, and ``refuse`` why the
+    authenticated ``sender`` may not send the decoded ``msg``, both as (kind, reason)."""
 
     @property
     def error(self) -> type[Exception]: ...
@@ -87,6 +88,8 @@ class Codec(Protocol):
     def encode(self, msg: Any) -> bytes: ...
 
     def decode(self, data: bytes) -> Any: ...
+
+    def screen(self, sender: str, data: bytes) -> tuple[str, str] | None: ...
 
     def refuse(self, sender: str, msg: Any) -> tuple[str, str] | None: ...
 
@@ -263,6 +266,10 @@ class Transport:
     def _decode(self, sender: str, data: bytes, after: str = "") -> Any:
         """The codec's message in ``data``, or :data:`_UNDECODABLE` after counting the rejection."""
         try:
+            screened = self.codec.screen(sender, data)
+            if screened is not None:
+                self._reject(screened[0], screened[1] + after, sender)
+                return _UNDECODABLE
             return self.codec.decode(data)
         except Exception as exc:  # noqa: BLE001 - a peer's bytes: counted, never raised
             self._reject("malformed", f"from {sender}: {_why(exc)}{after}", sender)

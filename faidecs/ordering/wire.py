@@ -310,6 +310,11 @@ class OrderingCodec:
         envelope: Envelope = _CODEC.guard(name, checked)
         return envelope
 
+    def screen(self, sender: str, data: bytes) -> tuple[str, str] | None:
+        """Nothing is refused unread: every process of an ordering deployment may send every
+        kind, and an envelope's size is what its layer's state makes it (the transport caps it)."""
+        return None
+
     def refuse(self, sender: str, envelope: Envelope) -> tuple[str, str] | None:
         """Why a process may not send this envelope, as (kind, reason); None if it may."""
         if self.hosts is not None and self.hosts.get(envelope.src) != sender:

@@ -44,6 +44,8 @@ from faidecs.grammar.model import EventType, Program, Subscription
 from faidecs.matching.records import Matcher
 from faidecs.merging.roles import Role, merger_roles, role_of, split_by_role
 from faidecs.net.certificates import check_process_name
+from faidecs.overlay.core.authority import Roster
+from faidecs.overlay.core.keys import stream_key
 from faidecs.overlay.core.placement import place
 
 
@@ -132,6 +134,9 @@ class Deployment(BaseModel):
     subscribers: dict[str, SubscriberSpec] = Field(default_factory=dict)
     publishers: dict[str, PublisherSpec] = Field(default_factory=dict)
     timing: Timing = Field(default_factory=Timing)
+    #: the largest publication a server decodes, in bytes (its event, encoded); larger ones are
+    #: refused unread, and a publisher refuses to publish one
+    max_event_bytes: int = Field(default=1 << 20, ge=1024, le=64 << 20)
     #: the folder of the file: relative paths in it are taken from there
     base: Path = Path(".")
 
@@ -248,6 +253,21 @@ class Deployment(BaseModel):
     @cached_property
     def _placed(self) -> dict[Role, tuple[str, ...]]:
         return {}
+
+    def roster(self) -> Roster:
+        """Who is who, for the authority each process checks its peers' messages with."""
+        streams = {
+            name: {role: stream_key(part) for role, _, part in self.streams(self.subscription(name))}
+            for name in self.subscribers
+        }
+        return Roster(
+            publishers=frozenset(self.publishers),
+            placement={role: self.placement(role) for role in self.roles},
+            streams=streams,
+            subscription={name: spec.subscription for name, spec in self.subscribers.items()},
+            joins_from={name: spec.peer for name, spec in self.subscribers.items()},
+            root=self.root_role,
+        )
 
     def address(self, process: str) -> str:
         if process in self.servers:

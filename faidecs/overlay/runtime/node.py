@@ -31,10 +31,12 @@ from faidecs.merging.roles import Role
 from faidecs.net.certificates import Keys
 from faidecs.net.processlog import ProcessLog
 from faidecs.net.statusfile import StatusFile
-from faidecs.net.transport import Transport
+from faidecs.net.transport import MAX_MESSAGE, Transport
 from faidecs.overlay.core.admission import inconsistency
+from faidecs.overlay.core.authority import Authority
 from faidecs.overlay.core.messages import Ack, Commit, Down, Holds, Message, Send
-from faidecs.overlay.runtime.codec import OVERLAY_CODEC, RelayingCodec
+from faidecs.overlay.runtime import wire
+from faidecs.overlay.runtime.codec import OverlayCodec
 from faidecs.overlay.runtime.deployment import Deployment
 
 LOG = logging.getLogger("faidecs.overlay.runtime.node")
@@ -100,8 +102,12 @@ class Node:
         self.status_dir = status_dir
         self.status_file = StatusFile(status_dir / f"{process}.json") if status_dir is not None else None
         self.keys = None if deployment.insecure else Keys.load(deployment.path(deployment.keys or ""), process)
-        # With UDP publishers a server answers a peer's Fetch with the Publish itself.
-        codec = RelayingCodec(deployment.servers) if deployment.udp_publishers() else OVERLAY_CODEC
+        codec = OverlayCodec(
+            Authority(process, deployment.roster()),
+            wire.Declared(deployment.types, deployment.roles),
+            max_event=deployment.max_event_bytes,
+            max_message=MAX_MESSAGE,
+        )
         self.transport = Transport(process, deployment.address(process), deployment.addresses(), self.keys, codec=codec)
         self.types = deployment.types
         self.tick_every = deployment.timing.tick_every
@@ -234,6 +240,12 @@ class Node:
 
     # --- status -------------------------------------------------------------------------------
 
+    def _rejected_from(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for (kind, sender), count in self.transport.rejected_from.items():
+            out.setdefault(sender, {})[kind] = count
+        return out
+
     def status(self) -> dict[str, Any]:
         """What `faidecs overlay up` shows: transport counters, and what the kind of process adds."""
         return {
@@ -243,6 +255,7 @@ class Node:
             "sent": self.transport.sent,
             "received": self.transport.received,
             "rejected": dict(self.transport.rejected),
+            "rejected_from": self._rejected_from(),
             "protocol_errors": self.protocol_errors,
         }
 

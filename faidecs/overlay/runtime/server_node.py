@@ -3,18 +3,50 @@ UDP receiver in front of its root replicas when the deployment has UDP publisher
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
 
 from faidecs.matching.events import Event
 from faidecs.merging.roles import Role, is_root, role_name
+from faidecs.net.transport import LOG_INTERVAL
 from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.messages import Decision, Message, Send
 from faidecs.overlay.core.replica import MergerReplica
 from faidecs.overlay.runtime.deployment import Deployment
 from faidecs.overlay.runtime.node import Node
 from faidecs.overlay.runtime.udp import UdpReceiver
+
+LOG = logging.getLogger("faidecs.overlay.runtime.server_node")
+
+
+def _anomalies(r: MergerReplica) -> dict[str, int]:
+    """What a replica turned away that an honest peer never sends (docs/deploy.md, "Threat model")."""
+    return {
+        "unconfirmed": r.log.unconfirmed,
+        "conflicting": r.inputs.conflicting,
+        "bad_acks": r.consumers.bad_acks,
+        "foreign": r.upstream.foreign,
+    }
+
+
+class Anomalies:
+    """Logs a replica's counters of what it turned away when they grow, at most once per role
+    every :data:`~faidecs.net.transport.LOG_INTERVAL`: one line for a flood, not one per message."""
+
+    def __init__(self, process: str):
+        self.process = process
+        self.logged: dict[Role, tuple[int, dict[str, int]]] = {}
+
+    def report(self, role: Role, counts: dict[str, int], now: int) -> None:
+        at, before = self.logged.get(role, (-(10**12), {}))
+        grown = {k: n - before.get(k, 0) for k, n in counts.items() if n > before.get(k, 0)}
+        if not grown or now - at < LOG_INTERVAL * 1000:
+            return
+        self.logged[role] = (now, dict(counts))
+        what = ", ".join(f"{n} {k}" for k, n in sorted(grown.items()))
+        LOG.warning("%s: %s turned away %s (docs/deploy.md, Threat model)", self.process, role_name(role), what)
 
 
 class ServerNode(Node):
@@ -35,9 +67,11 @@ class ServerNode(Node):
 
                 replicas[role] = raft_replica(deployment, role, process)
                 continue
-            # A root that UDP publishers feed: replicas may lose different inputs (lossy), the
-            # leader never orders a publisher's event below one it ordered (fifo, with the latch's
-            # drop policy), and the replica records what it commits of them.
+            # Every root replica fetches from its peers a decided publication it never received
+            # (lossy): a publisher that crashed mid-send, or a forged one, reached some replicas
+            # only, and on UDP any datagram may be lost. A root that UDP publishers feed also
+            # never orders a publisher's event below one it ordered (fifo, with the latch's drop
+            # policy), and records what it commits of them.
             udp_root = bool(self.udp_publishers) and is_root(role)
             replicas[role] = MergerReplica(
                 role,
@@ -47,7 +81,7 @@ class ServerNode(Node):
                 retry_every=timing.retry_every,
                 retain=timing.retain,
                 ack_every=timing.ack_every,
-                lossy_inputs=udp_root,
+                lossy_inputs=is_root(role),
                 fifo_inputs=udp_root and deployment.latch.enabled and deployment.latch.late == "drop",
                 on_commit=self._committed if udp_root else None,
             )
@@ -65,6 +99,7 @@ class ServerNode(Node):
         # Per role: when this replica learned its current epoch, and when the commit point first
         # moved in it (wall clock, s): a failover's length, seen from the new leader.
         self.epochs: dict[Role, dict[str, float]] = {}
+        self.anomalies = Anomalies(process)
 
     def _start(self, now: int) -> list[Send]:
         if self.member.ran_before:
@@ -92,6 +127,7 @@ class ServerNode(Node):
 
     def _after_pass(self, now: int) -> None:
         for role, r in self.host.replicas.items():
+            self.anomalies.report(role, _anomalies(r), now)
             seen = self.epochs.get(role)
             if seen is None or seen["epoch"] != r.log.epoch:
                 self.epochs[role] = {"epoch": r.log.epoch, "epoch_at": time.time(), "commit_then": r.log.commit}
@@ -134,6 +170,7 @@ class ServerNode(Node):
                 "stale_rejected": r.log.stale_rejected,
                 "late_inputs": r.inputs.late_inputs,
                 "fetches": r.inputs.fetches,
+                **_anomalies(r),
                 **self.epochs.get(r.role, {}),
             }
             for r in self.host.replicas.values()

@@ -88,6 +88,7 @@ class SubscriberNode(Node):
         out["delivered"] = self.delivered
         out["started"] = self.client.started()
         out["fed"], out["fed_at"] = self.fed, self.fed_at
+        out["foreign"] = self.client.foreign
         return out
 
 

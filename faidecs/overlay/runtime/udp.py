@@ -28,6 +28,7 @@ import os
 import random
 import socket
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from faidecs.errors import FaidecsError
 from faidecs.ordering.latch.stamp import Stamp
 from faidecs.overlay.core.inputstage import InputStage, InputStamper, Latched, latch_config
-from faidecs.overlay.core.messages import Publish
+from faidecs.overlay.core.messages import Message, Publish
 from faidecs.overlay.runtime import wire
 
 if TYPE_CHECKING:
@@ -103,8 +104,11 @@ def sender_of(data: bytes) -> str:
         raise UdpError("udp-malformed", "a sender name that is not UTF-8") from None
 
 
-def open_sealed(key: bytes, deployment_name: str, receiver: str, data: bytes) -> tuple[str, Stamp, Publish]:
-    """The sender, stamp and message of a datagram sealed with ``key``; :class:`UdpError` otherwise."""
+def open_sealed(
+    key: bytes, deployment_name: str, receiver: str, data: bytes, decode: Callable[[bytes], Message] = wire.decode
+) -> tuple[str, Stamp, Publish]:
+    """The sender, stamp and message of a datagram sealed with ``key``; :class:`UdpError` otherwise.
+    ``decode``: the deployment's (:class:`~faidecs.overlay.runtime.wire.Declared`) at a server."""
     sender = sender_of(data)
     at = 5 + data[4]
     nonce, sealed = data[at : at + NONCE], data[at + NONCE :]
@@ -120,7 +124,7 @@ def open_sealed(key: bytes, deployment_name: str, receiver: str, data: bytes) ->
     if not math.isfinite(departure) or not (math.isfinite(prev) or math.isnan(prev)):
         raise UdpError("udp-malformed", f"from {sender}: a stamp with no time")
     try:
-        msg = wire.decode(plain[_STAMP.size :])
+        msg = decode(plain[_STAMP.size :])
     except wire.WireError as exc:
         raise UdpError("udp-malformed", f"from {sender}: {exc}") from None
     if not isinstance(msg, Publish):
@@ -228,6 +232,7 @@ class UdpReceiver:
         self.d = deployment
         self.process = process
         self.rejected = rejected  # the transport's counters: UDP rejections show beside the others
+        self.decode = wire.Declared(deployment.types, deployment.roles).decode
         self.publishers = deployment.udp_publishers()
         self.keys = {p: pair_key(deployment, keys, process, p, p, process) for p in self.publishers}
         latch = deployment.latch
@@ -264,7 +269,7 @@ class UdpReceiver:
         key = self.keys.get(sender)
         if key is None:
             raise UdpError("udp-auth", f"from {sender!r}, which is no UDP publisher of the deployment")
-        _, stamp, publish = open_sealed(key, self.d.name, self.process, data)
+        _, stamp, publish = open_sealed(key, self.d.name, self.process, data, self.decode)
         role = self.d.root_role(publish.event.type) if publish.event.type in self.d.types else None
         if role is None or role not in hosts:
             raise UdpError("udp-refused", f"from {sender}: an event of a root this server does not host")
