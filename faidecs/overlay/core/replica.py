@@ -520,7 +520,10 @@ class MergerReplica:
         if msg.epoch != log.epoch or not self.is_leading():
             return []
         before = log.holds.get(msg.replica, 0)
-        length = min(msg.length, len(log.decisions))  # no follower holds what was never decided
+        length = msg.length
+        if length > len(log.decisions):  # no follower holds what was never decided
+            log.overclaimed += 1
+            length = len(log.decisions)
         log.holds[msg.replica] = max(before, length)
         out: list[Send] = []
         # Every Decide a follower appends raises its length: one that does not is a follower that

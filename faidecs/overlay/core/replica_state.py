@@ -56,6 +56,7 @@ class ReplicatedLog:
     #: yet, held until it names their sender leader of that epoch (or a later epoch)
     early: dict[str, list[EpochMessage]] = field(default_factory=dict)
     unconfirmed: int = 0  # such messages the coordination service never confirmed, turned away
+    overclaimed: int = 0  # leader: Holds claiming more than it decided, cut down to its log
 
 
 @dataclass(slots=True)

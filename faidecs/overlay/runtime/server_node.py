@@ -25,6 +25,7 @@ def _anomalies(r: MergerReplica) -> dict[str, int]:
     """What a replica turned away that an honest peer never sends (docs/deploy.md, "Threat model")."""
     return {
         "unconfirmed": r.log.unconfirmed,
+        "overclaimed": r.log.overclaimed,
         "conflicting": r.inputs.conflicting,
         "bad_acks": r.consumers.bad_acks,
         "foreign": r.upstream.foreign,

@@ -761,7 +761,7 @@ class Declared:
 
     def __init__(self, types: Mapping[str, EventType], roles: Iterable[Role]):
         self.roles = {role: role for role in roles}
-        events = _Events(types)
+        self.events = events = _Events(types)
         layouts = _layouts(self._role, events.event)
         self._by_code = {code: _Record(cls, _FRAMES[cls], (VERSION, code), layouts[cls]) for cls, code in CODES.items()}
 
