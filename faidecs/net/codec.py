@@ -63,7 +63,7 @@ def what(value: Any) -> str:
 _AT = re.compile(r"^(?P<reason>.*?)(?: - at (?:`key` in )?`\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _STEP = re.compile(r"\[(\d+|\.\.\.)\]|\.([A-Za-z_][A-Za-z0-9_]*)")
 _LENGTH = re.compile(r"Expected `array` of (?:(at least|at most) )?length (\d+), got (\d+)")
-_CAP = re.compile(r"Expected `(array|str)` of length (<=|>=) (\d+)")
+_CAP = re.compile(r"Expected `array` of length (<=|>=) (\d+)")
 _MISSING = object()
 _BOUNDS = {"<=": "at most", ">=": "at least"}
 
@@ -138,10 +138,9 @@ def _reason(info: mi.Type, value: Any, message: str, key: bool) -> str:
         return _count_reason(names, len(value) - offset)
     cap = _CAP.match(message)
     if cap is not None:
-        what_, bound, n = cap.groups()
-        items = "characters" if what_ == "str" else "items"
-        size = f", got {len(value)}" if type(value) in (list, str) else ""
-        return f"expected {'a string' if what_ == 'str' else 'an array'} of {_BOUNDS[bound]} {n} {items}{size}"
+        bound, n = cap.groups()
+        size = f", got {len(value)}" if type(value) is list else ""
+        return f"expected an array of {_BOUNDS[bound]} {n} items{size}"
     if length is not None:
         bound, n, got = length.groups()
         return f"expected an array of {f'{bound} ' if bound else ''}{n} items, got {got}"
