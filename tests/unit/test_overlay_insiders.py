@@ -141,7 +141,8 @@ def test_a_publication_that_reached_the_leader_only_is_fetched() -> None:
     pump.now = 1000
     pump.tick()
     assert any(isinstance(m, Fetch) for _, _, m in pump.delivered)
-    pump.tick()  # the followers learn the commit point    assert all(rep(pump, p).log.commit == 0 and rep(pump, p).held() == 1 for p in (leader, f1, f2))
+    pump.tick()  # the followers learn the commit point
+    assert all(rep(pump, p).log.commit == 0 and rep(pump, p).held() == 1 for p in (leader, f1, f2))
 
 
 def test_a_subscriber_takes_a_stream_only_from_the_replica_it_reads() -> None:
