@@ -29,7 +29,7 @@ from overlay_harness import SUBSCRIBERS, embedded, settled, verified, write_depl
 from faidecs.grammar.model import Attribute, EventType, Kind
 from faidecs.matching.events import Event, EventValidator
 from faidecs.net.transport import MANY
-from faidecs.overlay.core.messages import Ack, Decide, Decision, EpochQuery, Forward, Publish
+from faidecs.overlay.core.messages import Ack, Decide, Decision, EpochQuery, Forward, Holds, Publish
 from faidecs.overlay.core.subscriber import SubscriberClient
 from faidecs.overlay.runtime.deployment import Deployment, load_deployment
 from faidecs.overlay.runtime.launcher import LocalDeployment
@@ -348,6 +348,20 @@ def test_10_an_ack_far_ahead(attack: Attack) -> None:
     attack.insider("s1").send_to(replicas, Ack(PAIRS, key, "s1", 2**62))
     _still_delivering(attack)
     _moved(run, lambda s: _merger(s, replicas, PAIRS, "bad_acks"), before, "A⊔B's bad_acks")
+
+
+def test_11_a_replica_that_lies_about_its_log(attack: Attack) -> None:
+    """With the key of a follower of [A], Holds claiming 10**9 decisions to [A]'s leader: it is
+    cut down to the leader's log (counted), so nothing commits that a majority does not hold.
+    (A replica is trusted with its role's order; this bounds what a lie about a length does.)"""
+    run = attack.run
+    s = run.statuses()
+    leader, epoch = _leader(s, ROOT_A)
+    follower = next(p for p in attack.placement(ROOT_A) if p != leader)
+    before = _merger(s, [leader], ROOT_A, "overclaimed")
+    attack.insider(follower).send(leader, Holds(ROOT_A, epoch, follower, 10**9))
+    _still_delivering(attack)
+    _moved(run, lambda s: _merger(s, [leader], ROOT_A, "overclaimed"), before, "[A]'s overclaimed")
 
 
 def test_07_a_publication_to_the_leader_alone(attack: Attack) -> None:
