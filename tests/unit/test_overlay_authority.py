@@ -13,7 +13,7 @@ from faidecs.grammar.model import Attribute, EventType, Kind
 from faidecs.matching.events import Event, EventValidator
 from faidecs.merging.filters import Filter
 from faidecs.overlay.core.authority import Authority
-from faidecs.overlay.core.keys import merger_key, stream_key
+from faidecs.overlay.core.keys import merger_key, stream_filter, stream_key
 from faidecs.overlay.core.messages import (
     Ack,
     Connect,
@@ -118,8 +118,14 @@ def test_streams_only_from_replicas_of_a_role_the_receiver_reads(d: Deployment) 
 def test_consumers_only_under_their_own_keys(d: Deployment) -> None:
     root_a = d.placement(A)[0]
     mine, theirs = key(d, "q1", A), key(d, "s1", AB)
-    f = Filter.nothing()
+    f = next(stream_filter(part) for r, _, part in d.streams(d.subscription("q1")) if r == A)
     assert refusal(d, root_a, "q1", Register(A, mine, "q1", f)) is None
+    # the filter as it arrives off the wire is the same
+    sent = wire.decode(wire.encode(Register(A, mine, "q1", f)))
+    assert refusal(d, root_a, "q1", sent) is None
+    # any other filter under its key would change what subscribers of that key receive
+    assert refusal(d, root_a, "q1", Register(A, mine, "q1", Filter.nothing())) == "unauthorised"
+    assert refusal(d, root_a, "q1", MarkerRequest(A, mine, "q1", Filter.nothing())) == "unauthorised"
     assert refusal(d, root_a, "q1", Register(A, mine, "s9", f)) == "unauthorised"  # in another's name
     assert refusal(d, root_a, "q1", Register(A, merger_key(AB), merger_key(AB), f)) == "unauthorised"
     assert refusal(d, root_a, "q1", Connect(A, mine, "q1", -1)) is None

@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from faidecs.merging.filters import Filter
 from faidecs.merging.roles import Role, is_root, parents, role_name
 from faidecs.overlay.core.keys import is_subscriber, merger_key
 from faidecs.overlay.core.messages import (
@@ -79,13 +80,13 @@ class Roster:
     """A deployment's processes by what they do.
 
     ``placement``: every merger role's replicas; ``streams``: per subscriber, the roles it reads
-    and its consumer key for each; ``subscription``: per subscriber, its subscription's name;
-    ``joins_from``: per subscriber, the peer it joins from (if any); ``root``: the role a
-    publication of a type goes to."""
+    and, for each, its consumer key and the filter it registers; ``subscription``: per
+    subscriber, its subscription's name; ``joins_from``: per subscriber, the peer it joins from
+    (if any); ``root``: the role a publication of a type goes to."""
 
     publishers: frozenset[str]
     placement: Mapping[Role, tuple[str, ...]]
-    streams: Mapping[str, Mapping[Role, str]]
+    streams: Mapping[str, Mapping[Role, tuple[str, Filter]]]
     subscription: Mapping[str, str]
     joins_from: Mapping[str, str | None]
     root: Callable[[str], Role]
@@ -105,10 +106,13 @@ class Authority:
         self.hosted = frozenset(r for r, replicas in placement.items() if me in replicas)
         #: per hosted role: process -> the consumer keys it may read that role under
         self.consumers: dict[Role, dict[str, frozenset[str]]] = {r: {} for r in self.hosted}
+        #: (subscriber, hosted role) -> the filter its stream registers
+        self.filters: dict[tuple[str, Role], Filter] = {}
         for subscriber, streams in roster.streams.items():
-            for role, key in streams.items():
+            for role, (key, f) in streams.items():
                 if role in self.consumers:
                     self.consumers[role][subscriber] = frozenset({key})
+                    self.filters[(subscriber, role)] = f
         for child, replicas in placement.items():
             if is_root(child):
                 continue
@@ -191,6 +195,11 @@ class Authority:
             return "only a subscriber joins at a marker"
         if isinstance(msg, Register) and msg.request != (sender if is_subscriber(msg.consumer) else msg.consumer):
             return f"registers for {msg.request}, not in its own name"
+        if isinstance(msg, (Register, MarkerRequest)) and is_subscriber(msg.consumer):
+            # Subscribers of one key share its filter marks: another filter under the key would
+            # change what the others receive.
+            if msg.filter != self.filters[(sender, role)]:
+                return f"registers a filter its subscription does not have for {role_name(role)}"
         return None
 
 

@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Iterable
 
 from faidecs.grammar.model import Subscription
+from faidecs.merging.filters import Filter, union_all
 from faidecs.merging.roles import Role, role_name
 
 
@@ -30,8 +31,13 @@ def stream_key(part: Subscription) -> str:
     return subscriber_key([c.text for c in part.conjunctions], options)
 
 
+def stream_filter(part: Subscription) -> Filter:
+    """What a subscriber's stream of ``part`` registers: the unary predicates of its conjunctions."""
+    return union_all(Filter.of(c) for c in part.conjunctions)
+
+
 def is_subscriber(key: str) -> bool:
     return key.startswith("sub:")
 
 
-__all__ = ["is_subscriber", "merger_key", "stream_key", "subscriber_key"]
+__all__ = ["is_subscriber", "merger_key", "stream_filter", "stream_key", "subscriber_key"]

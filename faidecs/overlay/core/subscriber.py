@@ -27,9 +27,9 @@ from faidecs.grammar.model import EventType, Program, Subscription
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import Event
 from faidecs.matching.records import Matcher
-from faidecs.merging.filters import Filter, union_all
+from faidecs.merging.filters import Filter
 from faidecs.merging.roles import Role, role_name, split_by_role
-from faidecs.overlay.core.keys import stream_key
+from faidecs.overlay.core.keys import stream_filter, stream_key
 from faidecs.overlay.core.messages import (
     Ack,
     Connect,
@@ -129,9 +129,7 @@ class SubscriberClient:
             program = Program(dict(types), (part,))
             engine = Engine(program, matcher=matcher)
             key = stream_key(part)
-            self.streams[role] = Stream(
-                role, rank, key, union_all(Filter.of(c) for c in part.conjunctions), list(indices), engine, program
-            )
+            self.streams[role] = Stream(role, rank, key, stream_filter(part), list(indices), engine, program)
         self.heap: list[tuple[int, int, int, Role, Event]] = []
         self.foreign = 0  # stream positions from a replica it does not read, turned away
 

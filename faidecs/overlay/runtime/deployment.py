@@ -45,7 +45,7 @@ from faidecs.matching.records import Matcher
 from faidecs.merging.roles import Role, merger_roles, role_of, split_by_role
 from faidecs.net.certificates import check_process_name
 from faidecs.overlay.core.authority import Roster
-from faidecs.overlay.core.keys import stream_key
+from faidecs.overlay.core.keys import stream_filter, stream_key
 from faidecs.overlay.core.placement import place
 
 
@@ -257,7 +257,9 @@ class Deployment(BaseModel):
     def roster(self) -> Roster:
         """Who is who, for the authority each process checks its peers' messages with."""
         streams = {
-            name: {role: stream_key(part) for role, _, part in self.streams(self.subscription(name))}
+            name: {
+                role: (stream_key(part), stream_filter(part)) for role, _, part in self.streams(self.subscription(name))
+            }
             for name in self.subscribers
         }
         return Roster(
