@@ -4,6 +4,11 @@ Prints microseconds per call (best of several rounds) for a Publish, a Forward a
 ``--baseline REF`` it also times the wire module as it is at git revision ``REF`` (imported from a
 temporary copy of that revision's module), in the same process and run, and prints the ratios.
 
+Then what a deployment's process pays per received message on top of ``decode``: the screen of the
+kind and size before decoding, decoding against the deployment's roles and types
+(``wire.Declared``), and the check against the sender's role (``OverlayCodec.refuse``), each
+message from a sender allowed to send it.
+
     PYTHONPATH=$PWD python benchmarks/wire.py --baseline main
 """
 
@@ -23,8 +28,12 @@ from typing import Any
 from faidecs.grammar import compile_program
 from faidecs.matching.events import EventValidator
 from faidecs.merging.filters import Filter
+from faidecs.merging.roles import merger_roles
+from faidecs.overlay.core.authority import Authority, Roster
+from faidecs.overlay.core.keys import stream_filter
 from faidecs.overlay.core.messages import Decide, Decision, Forward, Message, Publish
 from faidecs.overlay.runtime import wire
+from faidecs.overlay.runtime.codec import OverlayCodec
 
 PROGRAM = compile_program(
     "type A(x: int, y: float, s: str, b: bool)\ntype B(z: int)\n"
@@ -52,6 +61,45 @@ def measure(module: Any) -> dict[tuple[str, str], float]:
         assert module.decode(data) == msg
         out[name, "encode"] = per_call_us(lambda: module.encode(msg))  # noqa: B023
         out[name, "decode"] = per_call_us(lambda: module.decode(data))  # noqa: B023
+    return out
+
+
+#: Who receives each message from whom in :func:`measure_gate`: a root replica a publication, a
+#: subscriber its stream, a replica its leader's decision.
+ROUTES = {"Publish": ("p1", "m1"), "Forward": ("m1", "s1"), "Decide": ("m2", "m1")}
+
+
+def measure_gate() -> dict[str, tuple[float, float, float]]:
+    """Per message: plain ``decode``, ``Declared.decode``, and the whole gate (screen, declared
+    decode, refuse), in microseconds."""
+    roles = merger_roles(PROGRAM.types, PROGRAM.subscriptions)
+    sub = PROGRAM.subscriptions[0]
+    roster = Roster(
+        publishers=frozenset({"p1"}),
+        placement={role: ("m1", "m2", "m3") for role in roles},
+        streams={"s1": {("A",): ("c", stream_filter(sub))}},
+        subscription={"s1": sub.name},
+        joins_from={"s1": None},
+        root=lambda t: (t,),
+    )
+    declared = wire.Declared(PROGRAM.types, roles)
+    out = {}
+    for name, msg in MESSAGES.items():
+        sender, receiver = ROUTES[name]
+        codec = OverlayCodec(Authority(receiver, roster), declared)
+        data = wire.encode(msg)
+        assert codec.screen(sender, data) is None and codec.refuse(sender, codec.decode(data)) is None, name
+
+        def gate(codec: OverlayCodec = codec, data: bytes = data, sender: str = sender) -> Any:
+            if codec.screen(sender, data) is None:
+                return codec.refuse(sender, codec.decode(data))
+            return None
+
+        out[name] = (
+            per_call_us(lambda: wire.decode(data)),  # noqa: B023
+            per_call_us(lambda: declared.decode(data)),  # noqa: B023
+            per_call_us(gate),
+        )
     return out
 
 
@@ -88,6 +136,9 @@ def main() -> None:
         if args.baseline:
             line += f"   {figures[1] / figures[0]:5.2f}x"
         print(line)
+    print(f"\n{'message':10} {'decode':>10} {'declared':>10} {'gate':>10}   gate/decode")
+    for name, (plain, declared, gate) in measure_gate().items():
+        print(f"{name:10} {plain:8.2f}us {declared:8.2f}us {gate:8.2f}us   {gate / plain:5.2f}x")
 
 
 if __name__ == "__main__":

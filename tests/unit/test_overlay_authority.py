@@ -33,6 +33,7 @@ from faidecs.overlay.core.messages import (
 from faidecs.overlay.runtime import wire
 from faidecs.overlay.runtime.codec import SMALL, OverlayCodec
 from faidecs.overlay.runtime.deployment import Deployment, load_deployment
+from faidecs.overlay.runtime.publisher_node import oversized
 from faidecs.overlay.runtime.wire import WireError
 
 PROGRAM = "type A(x: int)\ntype B(x: int)\nsubscription P: A and B\nsubscription Q: A and A.x > 2\n"
@@ -216,3 +217,12 @@ def test_containers_are_capped_before_they_are_decoded() -> None:
     name = msgspec.msgpack.encode([1, wire.CODES[Holds], ["A" * 2000], 1, "m1", 0])
     with pytest.raises(WireError, match=r"^Holds.role\[0\]: expected 0 to 1024 characters, got 2000$"):
         wire.decode(name)
+
+
+def test_a_publisher_stops_at_an_event_the_servers_would_refuse_unread(d: Deployment) -> None:
+    small = Publish("p1", 0, event(d))
+    assert oversized(small, d.max_event_bytes) is None
+    big = Publish("p1", 0, EventValidator(d.types).validate({"id": "e" * 5000, "type": "A", "attrs": {"x": 1}}))
+    why = oversized(big, 4096) or ""
+    assert why.startswith(f"event {'e' * 5000} takes ") and why.endswith("more than max_event_bytes = 4096")
+    assert OverlayCodec(max_event=4096).screen("p1", wire.encode(big)) is not None
