@@ -103,7 +103,11 @@ class Authority:
         self.me = me
         self.roster = roster
         placement = roster.placement
+        self.servers = roster.servers
         self.hosted = frozenset(r for r, replicas in placement.items() if me in replicas)
+        #: the root role of each event type seen: a deployment's process decodes only its declared
+        #: types, so this stays as small as the program (bounded anyway, for other decoders)
+        self._roots: dict[str, Role] = {}
         #: per hosted role: process -> the consumer keys it may read that role under
         self.consumers: dict[Role, dict[str, frozenset[str]]] = {r: {} for r in self.hosted}
         #: (subscriber, hosted role) -> the filter its stream registers
@@ -173,7 +177,11 @@ class Authority:
         if isinstance(msg, (JoinRequest, JoinState, LeaderChange, Down, Up)):
             return None  # a peer's join, as may_send found; coordination was refused before
         if isinstance(msg, Publish):
-            role = self.roster.root(msg.event.type)
+            role = self._roots.get(msg.event.type)
+            if role is None:
+                if len(self._roots) >= 4096:
+                    self._roots.clear()
+                role = self._roots[msg.event.type] = self.roster.root(msg.event.type)
             if role not in self.hosted:
                 return f"{self.me} hosts no replica of {role_name(role)}"
             if sender in self.roster.publishers or sender in placement[role]:

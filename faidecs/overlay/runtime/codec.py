@@ -59,21 +59,18 @@ def max_bytes(kind: type, max_event: int, max_message: int) -> int:
     return SMALL
 
 
+#: The field naming the process a message of each kind says it comes from (an EpochQuery's leader:
+#: the replica answering adopts it as its leader).
+_CLAIMS: dict[type, str] = {Publish: "publisher", Fetch: "replica", JoinRequest: "joiner", JoinState: "peer"}
+_CLAIMS.update(dict.fromkeys((Connect, Disconnect, Ack, MarkerRequest), "process"))
+_CLAIMS.update({Holds: "replica", EpochState: "replica", EpochQuery: "leader"})
+_COORDINATION = frozenset({LeaderChange, Down, Up})
+
+
 def claimed_sender(msg: Message) -> str | None:
     """The process a message says it comes from, where it says one."""
-    if isinstance(msg, Publish):
-        return msg.publisher
-    if isinstance(msg, (Connect, Disconnect, Ack, MarkerRequest)):
-        return msg.process
-    if isinstance(msg, (Holds, EpochState, Fetch)):
-        return msg.replica
-    if isinstance(msg, JoinRequest):
-        return msg.joiner
-    if isinstance(msg, EpochQuery):
-        return msg.leader  # the replica answering adopts it as its leader
-    if isinstance(msg, JoinState):
-        return msg.peer
-    return None
+    field = _CLAIMS.get(type(msg))
+    return getattr(msg, field) if field is not None else None
 
 
 class OverlayCodec:
@@ -114,21 +111,22 @@ class OverlayCodec:
         if len(data) > limit:
             return "oversized", f"from {sender}: a {kind.__name__} of {len(data)} bytes (at most {limit})"
         authority = self.authority
-        if authority is not None and kind not in (LeaderChange, Down, Up) and not authority.may_send(sender, kind):
+        if authority is not None and kind not in _COORDINATION and not authority.may_send(sender, kind):
             return "unauthorised", f"{sender} may not send {kind.__name__} to {authority.me}"
         return None
 
     def refuse(self, sender: str, msg: Message) -> Refusal | None:
         """Why the authenticated ``sender`` may not send ``msg``; None when it may."""
-        if isinstance(msg, (LeaderChange, Down, Up)):
-            return "coordination", f"from {sender}: {type(msg).__name__} comes only from the coordination service"
+        kind = type(msg)
+        if kind in _COORDINATION:
+            return "coordination", f"from {sender}: {kind.__name__} comes only from the coordination service"
         authority = self.authority
-        claimed = claimed_sender(msg)
+        field = _CLAIMS.get(kind)
+        claimed = getattr(msg, field) if field is not None else sender
         # A replica answers a peer's Fetch with the publication itself, in its publisher's name
         # (the authority checks that it is a replica of the publication's root role).
-        relayed = isinstance(msg, Publish) and authority is not None and sender in authority.roster.servers
-        if claimed is not None and claimed != sender and not relayed:
-            return "impersonation", f"{type(msg).__name__} from {sender} claims to come from {claimed}"
+        if claimed != sender and not (kind is Publish and authority is not None and sender in authority.servers):
+            return "impersonation", f"{kind.__name__} from {sender} claims to come from {claimed}"
         return authority.refuse(sender, msg) if authority is not None else None
 
 
