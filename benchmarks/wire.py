@@ -78,7 +78,6 @@ def measure_gate() -> dict[str, tuple[float, float, float]]:
         publishers=frozenset({"p1"}),
         placement={role: ("m1", "m2", "m3") for role in roles},
         streams={"s1": {("A",): ("c", stream_filter(sub))}},
-        subscription={"s1": sub.name},
         joins_from={"s1": None},
         root=lambda t: (t,),
     )

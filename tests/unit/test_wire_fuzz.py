@@ -29,7 +29,7 @@ from faidecs.overlay.runtime.codec import OverlayCodec
 from faidecs.overlay.runtime.wire import WireError
 
 DECLARED = wire.Declared(PROGRAM.types, merger_roles(PROGRAM.types, PROGRAM.subscriptions))
-ROSTER = Roster(frozenset({"p"}), {role: ("m1", "m2") for role in DECLARED.roles}, {}, {}, {}, lambda t: (t,))
+ROSTER = Roster(frozenset({"p"}), {role: ("m1", "m2") for role in DECLARED.roles}, {}, {}, lambda t: (t,))
 SCREENED = OverlayCodec(Authority("m1", ROSTER), DECLARED)
 
 Decoder = Callable[[bytes], Any]

@@ -19,7 +19,7 @@ message                                    sender, when the receiver is ...
 ``Decide`` ``Holds`` ``Commit``            another replica of a role the receiver hosts
 ``EpochQuery`` ``EpochState`` ``NewLog``
 ``Fetch``
-``JoinRequest``                            a subscriber of the same subscription
+``JoinRequest``                            a subscriber with the same streams (an identical subscription)
 ``JoinState``                              the peer the receiver joins from
 ``LeaderChange`` ``Down`` ``Up``           only the coordination service (never the network)
 =========================================  ============================================================
@@ -80,14 +80,12 @@ class Roster:
     """A deployment's processes by what they do.
 
     ``placement``: every merger role's replicas; ``streams``: per subscriber, the roles it reads
-    and, for each, its consumer key and the filter it registers; ``subscription``: per
-    subscriber, its subscription's name; ``joins_from``: per subscriber, the peer it joins from
-    (if any); ``root``: the role a publication of a type goes to."""
+    and, for each, its consumer key and the filter it registers; ``joins_from``: per subscriber,
+    the peer it joins from (if any); ``root``: the role a publication of a type goes to."""
 
     publishers: frozenset[str]
     placement: Mapping[Role, tuple[str, ...]]
     streams: Mapping[str, Mapping[Role, tuple[str, Filter]]]
-    subscription: Mapping[str, str]
     joins_from: Mapping[str, str | None]
     root: Callable[[str], Role]
 
@@ -129,14 +127,15 @@ class Authority:
         self.reads = frozenset(roster.streams.get(me, {})) | {
             parent for r in self.hosted if not is_root(r) for parent in parents(r)
         }
-        self.peers = frozenset(
-            s for s, name in roster.subscription.items() if name == roster.subscription.get(me) and s != me
-        )
+        # A subscriber joins from one with the same streams, consumer keys and all (the joiner's
+        # JoinRequest carries its keys, which the peer's must equal).
+        mine = roster.streams.get(me)
+        self.peers = frozenset(s for s, streams in roster.streams.items() if mine and streams == mine and s != me)
         self._kinds = {sender: self._kinds_from(sender) for sender in self._everyone()}
 
     def _everyone(self) -> Iterable[str]:
         r = self.roster
-        return {*r.publishers, *r.servers, *r.streams, *r.subscription}
+        return {*r.publishers, *r.servers, *r.streams}
 
     def _kinds_from(self, sender: str) -> frozenset[type]:
         """The message kinds ``sender`` may send ``me`` at all."""

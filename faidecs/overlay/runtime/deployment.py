@@ -266,7 +266,6 @@ class Deployment(BaseModel):
             publishers=frozenset(self.publishers),
             placement={role: self.placement(role) for role in self.roles},
             streams=streams,
-            subscription={name: spec.subscription for name, spec in self.subscribers.items()},
             joins_from={name: spec.peer for name, spec in self.subscribers.items()},
             root=self.root_role,
         )

@@ -24,11 +24,13 @@ from faidecs.errors import EventError, FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Subscription
 from faidecs.matching.events import Event, EventValidator
-from faidecs.merging.roles import Role, is_root, merger_roles, role_name, role_of
+from faidecs.merging.roles import Role, is_root, merger_roles, role_name, role_of, split_by_role
 from faidecs.ordering.latch.receiver import LatchStats
+from faidecs.overlay.core.authority import Authority, Roster
 from faidecs.overlay.core.coordination import SimulatedCoordination
 from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.inputstage import InputStage, InputStamper, Latched, latch_config
+from faidecs.overlay.core.keys import stream_filter, stream_key
 from faidecs.overlay.core.messages import Decision, Message, Publish, Send
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica
@@ -153,6 +155,9 @@ class Simulation:
         self.publishers = sorted({p for _, p, _ in scenario.publications})
         processes = [*self.servers, *self.subscriptions, *self.publishers]
         self.coordination = SimulatedCoordination(self.roles, placement, processes)
+        # Every message between processes is put to the authority a deployment's process checks
+        # its peers with: an honest message it would refuse is a bug (of the rules or the core).
+        self.authorities = {p: Authority(p, self._roster()) for p in processes}
         self.state: dict[str, str] = {p: "up" for p in processes}
         self.inbox: dict[str, list[tuple[str, Message]]] = {p: [] for p in processes}
         self.incarnation: Counter[str] = Counter()
@@ -183,6 +188,19 @@ class Simulation:
                     if is_root(role):
                         r.lossy_inputs = True
                         r.fifo_inputs = latch is not None and path.latch is not None and path.latch.late == "drop"
+
+    def _roster(self) -> Roster:
+        streams = {
+            name: {role: (stream_key(part), stream_filter(part)) for role, _, part in split_by_role(sub)}
+            for name, sub in self.subscriptions.items()
+        }
+        return Roster(
+            publishers=frozenset(self.publishers) | frozenset(self.scenario.reactions),
+            placement={role: self.placement(role) for role in self.roles},
+            streams=streams,
+            joins_from={j.process: j.peer for j in self.scenario.joiners},
+            root=lambda type_name: role_of([type_name]),
+        )
 
     # --- observer of the clients -----------------------------------------------------------------
 
@@ -241,6 +259,10 @@ class Simulation:
         if state == "paused":
             self.inbox[dst].append((src, msg))
             return
+        if src != dst and src != COORDINATOR and not isinstance(msg, Latched):
+            refused = self.authorities[dst].refuse(src, msg)
+            if refused is not None:
+                raise SimulationError(f"at {self.now}: an honest message refused: {refused[1]}")
         out: list[Send] = []
         if isinstance(msg, Latched):
             for publish in self.stages[dst].receive(msg, float(self.now)):
