@@ -31,9 +31,8 @@ from faidecs.overlay.core.messages import (
     Register,
 )
 from faidecs.overlay.runtime import wire
-from faidecs.overlay.runtime.codec import SMALL, OverlayCodec
+from faidecs.overlay.runtime.codec import SMALL, OverlayCodec, oversized
 from faidecs.overlay.runtime.deployment import Deployment, load_deployment
-from faidecs.overlay.runtime.publisher_node import oversized
 from faidecs.overlay.runtime.wire import WireError
 
 PROGRAM = "type A(x: int)\ntype B(x: int)\nsubscription P: A and B\nsubscription Q: A and A.x > 2\n"

@@ -4,6 +4,9 @@ attacks on real processes in tests/slow/test_overlay_attacks.py."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 from test_overlay_core import (
     AB,
     client,
@@ -32,6 +35,7 @@ from faidecs.overlay.core.messages import (
     Publish,
 )
 from faidecs.overlay.core.replica import MergerReplica
+from faidecs.overlay.runtime.anomalies import Anomalies
 
 A = ("A",)
 
@@ -168,3 +172,18 @@ def test_a_merger_takes_a_parent_stream_only_from_the_replica_it_reads() -> None
     assert merger.upstream.foreign == 1 and merger.upstream.received["L"] == -1
     assert merger.handle(reading or "", Forward(A, 0, 5, "event", ev("a1", "A", 0), merger.key), 0) == []
     assert merger.upstream.received["L"] == 0
+
+
+def test_a_servers_anomalies_are_logged_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
+    """A flood of conflicting publications is one log line per role per interval, saying how many."""
+    log = Anomalies("m1")
+    with caplog.at_level(logging.WARNING, "faidecs.overlay.runtime.anomalies"):
+        log.report(A, {"conflicting": 1, "unconfirmed": 0}, 0)
+        for n in range(2, 1000):
+            log.report(A, {"conflicting": n, "unconfirmed": 0}, 5)
+        log.report(A, {"conflicting": 1000, "unconfirmed": 3}, 10_001)
+        log.report(A, {"conflicting": 1000, "unconfirmed": 3}, 30_000)  # nothing new
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["m1: [A] turned away 1 conflicting (docs/deploy.md, Threat model)"] + [
+        "m1: [A] turned away 999 conflicting, 3 unconfirmed (docs/deploy.md, Threat model)"
+    ]

@@ -67,6 +67,16 @@ _CLAIMS.update({Holds: "replica", EpochState: "replica", EpochQuery: "leader"})
 _COORDINATION = frozenset({LeaderChange, Down, Up})
 
 
+def oversized(message: Publish, limit: int) -> str | None:
+    """Why the servers would refuse ``message`` unread (larger than the deployment's
+    ``max_event_bytes``); None when they decode it. A publisher stops at such an event, as at an
+    invalid one, rather than publish what would be lost."""
+    size = len(wire.encode(message))
+    if size <= limit:
+        return None
+    return f"event {message.event.id} takes {size} bytes on the wire, more than max_event_bytes = {limit}"
+
+
 def claimed_sender(msg: Message) -> str | None:
     """The process a message says it comes from, where it says one."""
     field = _CLAIMS.get(type(msg))
@@ -132,4 +142,4 @@ class OverlayCodec:
 
 OVERLAY_CODEC = OverlayCodec()
 
-__all__ = ["FILTER_BYTES", "OVERLAY_CODEC", "SMALL", "OverlayCodec", "claimed_sender", "max_bytes"]
+__all__ = ["FILTER_BYTES", "OVERLAY_CODEC", "SMALL", "OverlayCodec", "claimed_sender", "max_bytes", "oversized"]

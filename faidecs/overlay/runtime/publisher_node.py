@@ -13,23 +13,13 @@ from faidecs.errors import EventError, FaidecsError
 from faidecs.matching.events import EventValidator
 from faidecs.net.processlog import ProcessLog
 from faidecs.overlay.core.messages import Publish
-from faidecs.overlay.runtime import wire
+from faidecs.overlay.runtime.codec import oversized
 from faidecs.overlay.runtime.deployment import Deployment
 from faidecs.overlay.runtime.node import Node
 from faidecs.overlay.runtime.udp import UdpSender
 
 # The nodes share one logger: an operator filters a process's messages by its name in the text.
 LOG = logging.getLogger("faidecs.overlay.runtime.node")
-
-
-def oversized(message: Publish, limit: int) -> str | None:
-    """Why the servers would refuse ``message`` unread (larger than the deployment's
-    ``max_event_bytes``); None when they decode it. A publisher stops at such an event, as at an
-    invalid one, rather than publish what would be lost."""
-    size = len(wire.encode(message))
-    if size <= limit:
-        return None
-    return f"event {message.event.id} takes {size} bytes on the wire, more than max_event_bytes = {limit}"
 
 
 class PublisherNode(Node):
@@ -137,4 +127,4 @@ class PublisherNode(Node):
         return out
 
 
-__all__ = ["PublisherNode", "oversized"]
+__all__ = ["PublisherNode"]

@@ -3,22 +3,19 @@ UDP receiver in front of its root replicas when the deployment has UDP publisher
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 from typing import Any
 
 from faidecs.matching.events import Event
 from faidecs.merging.roles import Role, is_root, role_name
-from faidecs.net.transport import LOG_INTERVAL
 from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.messages import Decision, Message, Send
 from faidecs.overlay.core.replica import MergerReplica
+from faidecs.overlay.runtime.anomalies import Anomalies
 from faidecs.overlay.runtime.deployment import Deployment
 from faidecs.overlay.runtime.node import Node
 from faidecs.overlay.runtime.udp import UdpReceiver
-
-LOG = logging.getLogger("faidecs.overlay.runtime.server_node")
 
 
 def _anomalies(r: MergerReplica) -> dict[str, int]:
@@ -30,24 +27,6 @@ def _anomalies(r: MergerReplica) -> dict[str, int]:
         "bad_acks": r.consumers.bad_acks,
         "foreign": r.upstream.foreign,
     }
-
-
-class Anomalies:
-    """Logs a replica's counters of what it turned away when they grow, at most once per role
-    every :data:`~faidecs.net.transport.LOG_INTERVAL`: one line for a flood, not one per message."""
-
-    def __init__(self, process: str):
-        self.process = process
-        self.logged: dict[Role, tuple[int, dict[str, int]]] = {}
-
-    def report(self, role: Role, counts: dict[str, int], now: int) -> None:
-        at, before = self.logged.get(role, (-(10**12), {}))
-        grown = {k: n - before.get(k, 0) for k, n in counts.items() if n > before.get(k, 0)}
-        if not grown or now - at < LOG_INTERVAL * 1000:
-            return
-        self.logged[role] = (now, dict(counts))
-        what = ", ".join(f"{n} {k}" for k, n in sorted(grown.items()))
-        LOG.warning("%s: %s turned away %s (docs/deploy.md, Threat model)", self.process, role_name(role), what)
 
 
 class ServerNode(Node):
