@@ -34,6 +34,11 @@ from faidecs.grammar.model import (
 KINDS = {k.value: k for k in Kind}
 #: Instances are numbered 0..MAX_INSTANCE_INDEX: a signature slot costs search depth and state.
 MAX_INSTANCE_INDEX = 255
+#: Operators (unary minus, + - * /) nested in one operand of a comparison. Every consumer of a
+#: value (the reference evaluator, the kernel generator, the overlay's wire format, which accepts
+#: 100) walks it recursively; the bound keeps them far from the Python stack's limit. `and` and
+#: `or` are not bounded: they are flattened here, and only the conjunction limit applies to them.
+MAX_VALUE_DEPTH = 64
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 DEFAULT_MATCHING = Matching.FR
 DEFAULT_DISPOSAL = Disposal.PI
@@ -51,16 +56,17 @@ class Atom:
     span: ast.Span
 
 
-@dataclass(frozen=True, slots=True)
+# n-ary, not binary: a chain of 1,000 `or`s (or 10,000 `and`s) is one node with that many
+# parts, so that no later pass recurses once per operand. Not frozen: the checker appends to
+# ``parts`` while it reads a chain (each list belongs to one node).
+@dataclass(slots=True)
 class AllOf:
-    left: Condition
-    right: Condition
+    parts: list[Condition]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AnyOf:
-    left: Condition
-    right: Condition
+    parts: list[Condition]
 
 
 Condition = Atom | AllOf | AnyOf
@@ -197,16 +203,26 @@ class Checker:
 
     def _condition(self, expr: ast.Expr) -> Condition | None:
         """The resolved condition, or None after recording diagnostics. Both sides of every
-        `and`/`or` are checked, so one run reports every faulty predicate."""
-        if isinstance(expr, (ast.Or, ast.And)):
-            left, right = self._condition(expr.left), self._condition(expr.right)
-            if left is None or right is None:
-                return None
-            return AnyOf(left, right) if isinstance(expr, ast.Or) else AllOf(left, right)
-        try:
-            return self._atom(expr)
-        except _Invalid:
-            return None
+        `and`/`or` are checked, so one run reports every faulty predicate.
+
+        Iterative (an explicit post-order stack): chains of `and`/`or` and parentheses may nest
+        as deep as the text allows. A chain of one operator becomes one n-ary node."""
+        done: list[Condition | None] = []  # results of the subtrees finished so far
+        todo: list[tuple[ast.Expr, bool]] = [(expr, False)]
+        while todo:
+            node, children_done = todo.pop()
+            if not isinstance(node, (ast.Or, ast.And)):
+                try:
+                    done.append(self._atom(node))
+                except _Invalid:
+                    done.append(None)
+            elif not children_done:
+                todo += [(node, True), (node.right, False), (node.left, False)]  # left runs first
+            else:
+                right, left = done.pop(), done.pop()
+                done.append(None if left is None or right is None else _joined(isinstance(node, ast.Or), left, right))
+        (result,) = done
+        return result
 
     def _atom(self, expr: ast.Expr) -> Atom:
         if isinstance(expr, ast.Ref):
@@ -230,6 +246,14 @@ class Checker:
         raise _Invalid
 
     def _comparison(self, expr: ast.Compare) -> Predicate:
+        for side in (expr.left, expr.right):
+            if _depth(side) > MAX_VALUE_DEPTH:
+                self.error(
+                    f"expression nested too deeply: more than {MAX_VALUE_DEPTH} operators inside one another",
+                    side.span,
+                    hint="split it with a comparison of partial sums, or use fewer operators",
+                )
+                raise _Invalid
         left = self._value(expr.left)
         right = self._value(expr.right)
         lk, rk = left.kind, right.kind
@@ -318,6 +342,32 @@ class Checker:
     def _example_attribute(self, type_name: str) -> str:
         attrs = self.types[type_name].attributes
         return attrs[0].name if attrs else "a"
+
+
+def _joined(any_of: bool, left: Condition, right: Condition) -> Condition:
+    """``left or right`` (``any_of``) or ``left and right``, flattened into one n-ary node.
+    ``left`` is extended in place: it is the node just built for the chain, used nowhere else."""
+    kind = AnyOf if any_of else AllOf
+    parts = right.parts if isinstance(right, kind) else [right]
+    if isinstance(left, kind):
+        left.parts.extend(parts)
+        return left
+    return kind([left, *parts])
+
+
+def _depth(expr: ast.Expr) -> int:
+    """How many operators nest in ``expr`` (0 for a reference or a literal), found without
+    recursion: the checker's own walk of a value is recursive and must not start on a deep one."""
+    deepest = 0
+    todo: list[tuple[ast.Expr, int]] = [(expr, 0)]
+    while todo:
+        node, depth = todo.pop()
+        deepest = max(deepest, depth)
+        if isinstance(node, ast.Neg):
+            todo.append((node.operand, depth + 1))
+        elif isinstance(node, (ast.Arith, ast.Compare, ast.And, ast.Or)):
+            todo += [(node.left, depth + 1), (node.right, depth + 1)]
+    return deepest
 
 
 def _literal_kind(value: object) -> Kind:

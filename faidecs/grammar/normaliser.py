@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from faidecs.errors import Diagnostic, FaidecsError
 from faidecs.grammar.ast import Span
-from faidecs.grammar.checker import AllOf, AnyOf, Atom, CheckedSubscription, Condition
+from faidecs.grammar.checker import AnyOf, Atom, CheckedSubscription, Condition
 from faidecs.grammar.model import Conjunction, Predicate, Slot, Subscription
 
 #: A subscription whose condition expands to more conjunctions than this is rejected: DNF
@@ -18,19 +18,47 @@ class TooManyConjunctions(FaidecsError):
 
 def dnf(condition: Condition) -> list[list[Atom]]:
     """The conjunctions of ``condition``, in the order of writing (left to right, distributing
-    `and` over `or` as written)."""
-    if isinstance(condition, Atom):
-        return [[condition]]
-    if isinstance(condition, AnyOf):
-        out = dnf(condition.left) + dnf(condition.right)
-    else:
-        assert isinstance(condition, AllOf)
-        left, right = dnf(condition.left), dnf(condition.right)
-        if len(left) * len(right) > MAX_CONJUNCTIONS:
+    `and` over `or` as written).
+
+    Iterative (an explicit post-order stack), as conditions may nest as deep as the text allows.
+    Every list of atoms built here belongs to one conjunction only, so a factor with a single
+    conjunction is appended in place: a chain of n `and`s costs O(n), not O(n^2)."""
+    done: list[list[list[Atom]]] = []
+    todo: list[tuple[Condition, bool]] = [(condition, False)]
+    while todo:
+        node, parts_done = todo.pop()
+        if isinstance(node, Atom):
+            done.append([[node]])
+        elif not parts_done:
+            todo.append((node, True))
+            todo += [(part, False) for part in reversed(node.parts)]  # the first part runs first
+        else:
+            parts = done[len(done) - len(node.parts) :]
+            del done[len(done) - len(node.parts) :]
+            done.append(_any_of(parts) if isinstance(node, AnyOf) else _all_of(parts))
+    (out,) = done
+    return out
+
+
+def _any_of(parts: list[list[list[Atom]]]) -> list[list[Atom]]:
+    out: list[list[Atom]] = []
+    for part in parts:
+        out += part
+        if len(out) > MAX_CONJUNCTIONS:
             raise TooManyConjunctions
-        out = [a + b for a in left for b in right]
-    if len(out) > MAX_CONJUNCTIONS:
-        raise TooManyConjunctions
+    return out
+
+
+def _all_of(parts: list[list[list[Atom]]]) -> list[list[Atom]]:
+    out = parts[0]
+    for part in parts[1:]:
+        if len(out) * len(part) > MAX_CONJUNCTIONS:
+            raise TooManyConjunctions
+        if len(part) == 1:
+            for atoms in out:
+                atoms += part[0]
+        else:
+            out = [a + b for a in out for b in part]
     return out
 
 

@@ -8,11 +8,13 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from lark import Lark, Token, Transformer, Tree, v_args
+from lark import Lark, Token, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark.visitors import Transformer_NonRecursive
 
 from faidecs.errors import Diagnostic, FaidecsError, ProgramError
 from faidecs.grammar import ast
+from faidecs.grammar.checker import MAX_INSTANCE_INDEX
 
 # Readable names for the terminals lark reports as expected.
 _TERMINAL_NAMES = {
@@ -74,8 +76,28 @@ class _BadLiteral(FaidecsError):
         self.span = span
 
 
+#: Digits of an integer that can still be in the 64-bit range (2**63 has 19), after leading
+#: zeros. Longer literals are refused before ``int()`` reads them: Python refuses to convert more
+#: than 4,300 digits, and reading them costs time quadratic in their length.
+_MAX_INT_DIGITS = 19
+#: Digits of an instance index after leading zeros: more cannot be within the checker's limit.
+_MAX_INDEX_DIGITS = len(str(MAX_INSTANCE_INDEX))
+
+
+def _digits(tok: Token) -> str:
+    """The significant digits of an INT token (``"0"`` for zero)."""
+    return str(tok).lstrip("0") or "0"
+
+
+def _shortened(digits: str) -> str:
+    """A long number as messages show it: its first digits and its length."""
+    return digits if len(digits) <= 20 else f"{digits[:12]}... ({len(digits)} digits)"
+
+
+# Non-recursive: a chain of `or`, `and` or `+` is a left-deep tree as deep as the chain is long,
+# and lark's recursive Transformer exhausts the Python stack at about 490 operands.
 @v_args(meta=True)
-class _ToAst(Transformer[Token, Any]):
+class _ToAst(Transformer_NonRecursive[Token, Any]):
     def __init__(self, text: str):
         super().__init__()
         self._text = text
@@ -162,12 +184,20 @@ class _ToAst(Transformer[Token, Any]):
         )
 
     def index(self, meta: Any, children: list[Token]) -> int:
-        return int(children[0])
+        digits = _digits(children[0])
+        if len(digits) > _MAX_INDEX_DIGITS:
+            # The checker bounds smaller indexes with the same message, at the reference.
+            raise _BadLiteral(
+                f"instance index {_shortened(digits)} is too large (at most {MAX_INSTANCE_INDEX})",
+                _token_span(children[0]),
+            )
+        return int(digits)
 
     def int_lit(self, meta: Any, children: list[Token]) -> ast.Literal:
         # Bounded like event integers; 2**63 itself is allowed so that -2**63 can be written.
-        value = int(children[0])
-        if value > 2**63:
+        digits = _digits(children[0])
+        value = int(digits) if len(digits) <= _MAX_INT_DIGITS else None
+        if value is None or value > 2**63:
             raise _BadLiteral("integer literal outside the 64-bit range", _token_span(children[0]))
         return ast.Literal(value, _token_span(children[0]))
 
