@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from faidecs.span import Span
 
 
+#: Characters of a source line a diagnostic shows at most.
+SHOWN = 160
+
+
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
     """One problem in a program, with the span of the offending text."""
@@ -29,6 +33,13 @@ class Diagnostic:
             width = self.span.end_column - self.span.column
         else:
             width = max(1, len(source_line.rstrip()) - start)
+        if len(source_line) > SHOWN:
+            # A huge line (a generated program, a 20 MB literal) is shown around the span only.
+            begin = max(0, start - SHOWN // 4)
+            width = min(width, SHOWN // 2)
+            shown = source_line[begin : begin + SHOWN]
+            before, after = ("…" if begin else ""), ("…" if begin + SHOWN < len(source_line) else "")
+            source_line, start = before + shown + after, start - begin + len(before)
         # Keep tabs in the padding so that the caret lines up under the text on any terminal.
         padding = "".join(c if c == "\t" else " " for c in source_line[:start])
         caret = padding + "^" * max(1, width)

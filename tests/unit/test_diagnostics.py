@@ -475,3 +475,14 @@ def test_source_line_shown_matches_reported_line(odd: str) -> None:
     assert (diag.span.line, diag.span.column) == (2, 19)
     assert diag.format(text).splitlines()[1] == "    subscription S: T.zz < 1"
     assert underlined(diag, text) == "zz"
+
+
+def test_a_huge_line_is_shown_around_its_error_only() -> None:
+    """A 5,000-digit literal: the message shows a window of the line with the caret under it."""
+    source = "type A(x: int)\nsubscription S: A and A.x > " + "9" * 5000 + " and A.x < 3\n"
+    with pytest.raises(ProgramError) as info:
+        compile_program(source)
+    head, line, caret = info.value.format().split("\n")[:3]
+    assert head == "<program>:2:29: error: integer literal outside the 64-bit range"
+    assert len(line) < 200 and line.endswith("…") and "subscription S" in line
+    assert caret.index("^") == line.index("9")
