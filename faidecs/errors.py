@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from faidecs.span import Span
 
-
 #: Characters of a source line a diagnostic shows at most.
 SHOWN = 160
 
