@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from faidecs.brief import brief
 from faidecs.span import Span
 
 #: Characters of a source line a diagnostic shows at most.
@@ -67,7 +68,9 @@ class ProgramError(FaidecsError):
 
 
 class EventError(FaidecsError):
-    """An input event does not fit its declared type (or the input JSON shape)."""
+    """An input event does not fit its declared type (or the input JSON shape). ``column``
+    (1-based, in characters) is set when the problem is in the text of a line rather than in a
+    field the other attributes name."""
 
     def __init__(
         self,
@@ -77,9 +80,11 @@ class EventError(FaidecsError):
         event_id: str | None = None,
         type_name: str | None = None,
         attribute: str | None = None,
+        column: int | None = None,
     ):
         self.reason = message
         self.line = line
+        self.column = column
         self.event_id = event_id
         self.type_name = type_name
         self.attribute = attribute
@@ -89,12 +94,15 @@ class EventError(FaidecsError):
         where = []
         if self.line is not None:
             where.append(f"line {self.line}")
+        if self.column is not None:
+            where.append(f"column {self.column}")
+        # Ids, type and attribute names come from the input: shortened, they cannot flood a log.
         if self.event_id is not None:
-            where.append(f"event {self.event_id!r}")
+            where.append(f"event {brief(self.event_id)}")
         if self.type_name is not None:
             where.append(f"type {self.type_name}")
         if self.attribute is not None:
-            where.append(f"attribute {self.attribute!r}")
+            where.append(f"attribute {brief(self.attribute)}")
         return (", ".join(where) + ": " if where else "") + self.reason
 
     def at_line(self, line: int) -> EventError:
@@ -105,6 +113,7 @@ class EventError(FaidecsError):
             event_id=self.event_id,
             type_name=self.type_name,
             attribute=self.attribute,
+            column=self.column,
         )
 
 

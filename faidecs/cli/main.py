@@ -18,10 +18,14 @@ from faidecs.matching.bounds import Bounds
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
 from faidecs.matching.records import MATCHERS
+from faidecs.runs.event_lines import LongLine, read_lines, shown_input
 from faidecs.runs.replay import replay
 
 #: Inputs at least this large get a progress bar on stderr (when stderr is a terminal, or forced).
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024
+
+#: Characters of a rejected line a rejects record keeps (then ``input_bytes`` gives its length).
+REJECT_INPUT_CHARS = 1000
 
 
 @contextlib.contextmanager
@@ -48,6 +52,39 @@ def _open_events(path: str) -> Iterator[IO[str]]:
         raise CliError(f"cannot read {path}: {exc.strerror}") from None
     with f:
         yield f
+
+
+@contextlib.contextmanager
+def _open_event_bytes(path: str) -> Iterator[IO[bytes] | IO[str]]:
+    """An events file in binary: lines are split on LF only and decoded one by one, so that a
+    CR or a bad byte spoils one line, not the stream. Standard input without a binary buffer
+    (replaced by a test, say) is read as it is."""
+    if path == "-":
+        yield getattr(sys.stdin, "buffer", sys.stdin)
+        return
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror}") from None
+    with f:
+        yield f
+
+
+def _reject_record(line: int, raw: str | bytes | LongLine, err: EventError) -> dict[str, object]:
+    """One line of the rejects file; a long line is cut (a 20 MB line must not make a 40 MB record)."""
+    text = shown_input(raw)
+    record: dict[str, object] = {"line": line}
+    if err.column is not None:
+        record["column"] = err.column
+    record["error"] = err.reason
+    record["input"] = text
+    if isinstance(raw, LongLine) or len(text) > REJECT_INPUT_CHARS:
+        record["input"] = text[:REJECT_INPUT_CHARS] + "…"
+        if isinstance(raw, str):
+            record["input_chars"] = len(text)
+        else:
+            record["input_bytes"] = raw.size if isinstance(raw, LongLine) else len(raw.rstrip(b"\r\n"))
+    return record
 
 
 def _format_text(d: Delivery) -> str:
@@ -97,7 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         rejects_path = None
 
     with contextlib.ExitStack() as stack:
-        events = stack.enter_context(_open_events(args.events))
+        events = stack.enter_context(_open_event_bytes(args.events))
         out = stack.enter_context(_open_out(args.out))
         # Created even when nothing is rejected: a stale file from an earlier run must not remain.
         rejects = stack.enter_context(_open_out(rejects_path)) if rejects_path else None
@@ -108,10 +145,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             else:
                 out.write(json.dumps(d.to_json(with_events=args.with_events), ensure_ascii=False) + "\n")
 
-        def reject(line: int, raw: str, err: EventError) -> None:
+        def reject(line: int, raw: str | bytes | LongLine, err: EventError) -> None:
             print(f"{source_name}:{err}", file=sys.stderr)
             assert rejects is not None
-            rejects.write(json.dumps({"line": line, "error": err.reason, "input": raw.rstrip("\n")}) + "\n")
+            rejects.write(json.dumps(_reject_record(line, raw, err)) + "\n")
 
         progress = None
         size = os.path.getsize(args.events) if args.events != "-" else 0
@@ -123,8 +160,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             bar = stack.enter_context(tqdm(total=size, unit="B", unit_scale=True, desc="events", file=sys.stderr))
 
-            def progress(raw: str) -> None:
-                bar.update(len(raw.encode("utf-8")))
+            def progress(raw: str | bytes | LongLine) -> None:
+                if isinstance(raw, LongLine):
+                    bar.update(raw.size + 1)
+                else:
+                    bar.update(len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass")))
 
         recorder = None
         if args.log:
@@ -134,7 +174,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             summary = replay(
                 engine,
-                events,
+                read_lines(events),
                 emit,
                 on_error=args.on_error,
                 reject=reject if rejects else None,
@@ -146,8 +186,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{source_name}:{err}", file=sys.stderr)
             print("faidecs: stopped at the first bad event (use --on-error skip to skip bad lines)", file=sys.stderr)
             return 1
-        except UnicodeDecodeError as exc:
-            raise CliError(f"{args.events} is not UTF-8 text: {exc.reason}") from None
 
     if recorder is not None:
         log = recorder.finish({name: queues for name, queues in engine.state_json().items()})

@@ -10,6 +10,7 @@ from faidecs.grammar.model import Conjunction, Disposal, Slot
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.events import Event
 from faidecs.matching.reference import Queues, ReferenceMatcher, dispose
+from faidecs.matching.snapshot_schema import EventJson, PlainCounters, Staged, convert
 
 Validate = Callable[[Any], Event]
 
@@ -163,15 +164,10 @@ def read_queues(saved: Any, types: tuple[str, ...], validate: Validate, publishe
     queues: Queues = {}
     arrivals: dict[str, list[int]] = {}
     ticks: dict[str, list[int]] = {}
-    saved_arrivals, saved_ticks, clock = saved.get(ARRIVALS), saved.get(TICKS), saved.get(CLOCK)
-    if not isinstance(saved_arrivals, Mapping) or not isinstance(saved_ticks, Mapping):
-        raise SnapshotError(f"expected the arrival numbers and ticks of the queued events ({ARRIVALS!r}, {TICKS!r})")
-    if type(clock) is not int or clock < 0:
-        raise SnapshotError(f"expected the conjunction's clock, a non-negative integer, under {CLOCK!r}")
+    counters = convert({k: saved[k] for k in (ARRIVALS, TICKS, CLOCK) if k in saved}, PlainCounters)
+    saved_arrivals, saved_ticks, clock = counters.arrivals, counters.ticks, counters.clock
     for type_name in types:
-        events = saved[type_name]
-        if not isinstance(events, list):
-            raise SnapshotError(f"queue {type_name} must be a list of events")
+        events = convert(saved[type_name], list[EventJson], type_name)
         restored = [validate(e) for e in events]
         if any(e.type != type_name for e in restored):
             raise SnapshotError(f"queue {type_name} holds another type")
@@ -277,24 +273,22 @@ class StagedConjunctionState:
         }
 
     def restore(self, saved: Any, validate: Validate, published: int) -> None:
-        if not isinstance(saved, Mapping) or set(saved) != {"parts", "pending", "pending_arrivals"}:
-            raise SnapshotError("expected the parts and pending relations of a staged conjunction")
-        if len(saved["parts"]) != len(self.parts) or len(saved["pending"]) != len(self.parts):
-            raise SnapshotError(f"expected {len(self.parts)} components")
-        for part, part_saved in zip(self.parts, saved["parts"]):
-            part.restore(part_saved, validate, published)
-        self.pending = [[tuple(validate(e) for e in rel) for rel in waiting] for waiting in saved["pending"]]
-        arrivals = saved["pending_arrivals"]
-        if not isinstance(arrivals, list) or [len(w) for w in arrivals] != [len(w) for w in self.pending]:
+        staged: Staged = convert(saved, Staged)
+        n = len(self.parts)
+        if (len(staged.parts), len(staged.pending), len(staged.pending_arrivals)) != (n, n, n):
+            raise SnapshotError(f"expected {n} components (parts, pending and pending_arrivals)")
+        for k, (part, part_saved) in enumerate(zip(self.parts, staged.parts)):
+            try:
+                part.restore(part_saved, validate, published)
+            except SnapshotError as exc:
+                raise SnapshotError(f"parts[{k}]: {exc}") from None
+        self.pending = [[tuple(validate(e) for e in rel) for rel in waiting] for waiting in staged.pending]
+        arrivals = staged.pending_arrivals
+        if [len(w) for w in arrivals] != [len(w) for w in self.pending]:
             raise SnapshotError("expected one list of arrival numbers per pending relation")
         self.pending_arrivals = []
         for waiting, numbers in zip(self.pending, arrivals):
-            if any(
-                not isinstance(a, list)
-                or len(a) != len(rel)
-                or not all(type(x) is int and 0 <= x < published for x in a)
-                for rel, a in zip(waiting, numbers)
-            ):
+            if any(len(a) != len(rel) or not all(x < published for x in a) for rel, a in zip(waiting, numbers)):
                 raise SnapshotError(f"pending arrival numbers must be integers below {published}, one per event")
             self.pending_arrivals.append([tuple(a) for a in numbers])
 

@@ -12,10 +12,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from faidecs.brief import brief
 from faidecs.errors import (
     EngineStateError,
     EventError,
     FaidecsError,
+    ProgramError,
     QueueOverflowError,
     SnapshotError,
     SubscriptionNotFound,
@@ -47,6 +49,7 @@ from faidecs.matching.records import (
     StateJson,
 )
 from faidecs.matching.reference import ReferenceMatcher
+from faidecs.matching.snapshot_schema import Top, convert
 from faidecs.matching.tiered_state import TieredState
 
 if TYPE_CHECKING:
@@ -496,30 +499,29 @@ class Engine:
             found = snapshot.get("format") if isinstance(snapshot, Mapping) else None
             raise SnapshotError(
                 f"not a faidecs snapshot of format {SNAPSHOT_FORMAT!r}"
-                + (f" (found {found!r})" if isinstance(found, str) else "")
+                + (f" (found {brief(found)})" if isinstance(found, str) else "")
             )
+        # The whole shape first: nothing below reads a field of the wrong type or range.
+        top: Top = convert(snapshot, Top)
         try:
             engine = cls.from_source(
-                snapshot["program"], filename="<snapshot>", matcher=matcher, bounds=bounds, kernels=kernels
+                top.program, filename="<snapshot>", matcher=matcher, bounds=bounds, kernels=kernels
             )
-            published = snapshot["published"]
-            queues = snapshot["queues"]
-        except KeyError as exc:
-            raise SnapshotError(f"snapshot lacks {exc.args[0]!r}") from None
-        if not isinstance(published, int) or published < 0:
-            raise SnapshotError("snapshot 'published' must be a non-negative integer")
+        except ProgramError as exc:
+            raise SnapshotError(f"program: {exc}") from None
+        published, queues = top.published, top.queues
         engine._published = published
-        if not isinstance(queues, Mapping) or set(queues) != set(engine._subscriptions):
-            raise SnapshotError("snapshot queues do not name exactly the program's subscriptions")
+        if set(queues) != set(engine._subscriptions):
+            raise SnapshotError("queues: do not name exactly the program's subscriptions")
         for name, state in engine._subscriptions.items():
             conj_queues = queues[name]
-            if not isinstance(conj_queues, list) or len(conj_queues) != len(state.conjunctions):
-                raise SnapshotError(f"subscription {name}: expected {len(state.conjunctions)} conjunction states")
+            if len(conj_queues) != len(state.conjunctions):
+                raise SnapshotError(f"queues.{name}: expected {len(state.conjunctions)} conjunction states")
             for k, (conj, saved) in enumerate(zip(state.conjunctions, conj_queues)):
                 try:
                     conj.restore(saved, engine._validator.validate, published)
                 except (EventError, SnapshotError) as exc:
-                    raise SnapshotError(f"subscription {name}, conjunction {k}: {exc}") from None
+                    raise SnapshotError(f"queues.{name}[{k}] (subscription {name}, conjunction {k}): {exc}") from None
         engine._take_clocks()
         return engine
 

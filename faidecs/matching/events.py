@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
+from faidecs.brief import brief, digits
 from faidecs.errors import EventError
 from faidecs.grammar.model import EventType, Kind
 from faidecs.matching.fast_validation import AttrsChecker, attrs_checker, encodes
@@ -75,7 +76,8 @@ class _Envelope(BaseModel):
     type: StrictStr
     attrs: dict[str, Any] = Field(default_factory=dict)
     publisher: StrictStr | None = None
-    seq: Annotated[StrictInt, Field(ge=0)] | None = None
+    # Bounded to 64 bits like an int attribute: the wire and the run log store it as one.
+    seq: Annotated[StrictInt, Field(ge=0, le=INT64_MAX)] | None = None
 
 
 _ENVELOPE_FIELDS = frozenset(_Envelope.model_fields)
@@ -176,8 +178,8 @@ class EventValidator:
         if publisher is not None and (type(publisher) is not str or not (publisher.isascii() or encodes(publisher))):
             return None
         seq = obj.get("seq")
-        # Only bounded below, as the envelope model bounds it.
-        if seq is not None and (type(seq) is not int or seq < 0):
+        # Bounded as the envelope model bounds it.
+        if seq is not None and (type(seq) is not int or not 0 <= seq <= INT64_MAX):
             return None
         attrs = obj.get("attrs", _NO_ATTRS)
         if type(attrs) is not dict:  # pydantic copies dict subclasses; None is an error
@@ -202,13 +204,13 @@ class EventValidator:
             env = _Envelope.model_validate(dict(obj))
         except ValidationError as exc:
             err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"])
+            field = brief(".".join(str(p) for p in err["loc"]))
             if err["type"] == "extra_forbidden":
-                reason = f"unknown field {field!r}; an event has id, type, attrs, publisher and seq"
+                reason = f"unknown field {field}; an event has id, type, attrs, publisher and seq"
             elif err["type"] == "missing":
-                reason = f"missing field {field!r}"
+                reason = f"missing field {field}"
             else:
-                reason = f"field {field!r}: {err['msg'].lower()}, got {_json_kind(err.get('input'))}"
+                reason = f"field {field}: {err['msg'].lower()}, got {_json_kind(err.get('input'))}"
             raise EventError(reason, line=line, event_id=shown_id) from None
         event_id = env.id if env.id is not None else default_id
         if event_id is None:
@@ -217,26 +219,40 @@ class EventValidator:
         if event_type is None:
             declared = ", ".join(sorted(self._types)) or "none"
             raise EventError(
-                f"unknown event type {env.type!r} (declared types: {declared})", line=line, event_id=event_id
+                f"unknown event type {brief(env.type)} (declared types: {declared})", line=line, event_id=event_id
             )
+        names = ", ".join(f"{a.name}: {a.kind.value}" for a in event_type.attributes) or "no attributes"
+        for key in env.attrs:
+            # pydantic reports an attribute name it cannot read (a lone surrogate) as a bad value
+            # of no attribute: name it here. (No declared name has one.)
+            if isinstance(key, str) and not encodes(key):
+                raise EventError(
+                    f"unknown attribute ({event_type.name} has {names}); its name contains a lone surrogate escape",
+                    line=line,
+                    event_id=event_id,
+                    type_name=event_type.name,
+                    attribute=key,
+                )
         try:
             validated = self._adapter(event_type).validate_python(env.attrs)
         except ValidationError as exc:
             err = exc.errors()[0]
             attribute = str(err["loc"][0]) if err["loc"] else None
-            names = ", ".join(f"{a.name}: {a.kind.value}" for a in event_type.attributes) or "no attributes"
             if err["type"] == "extra_forbidden":
                 reason = f"unknown attribute ({event_type.name} has {names})"
             elif err["type"] == "missing":
                 reason = f"missing attribute ({event_type.name} has {names})"
             else:
-                kind = event_type.attributes[event_type.position(attribute)].kind if attribute else None
+                kinds = {a.name: a.kind for a in event_type.attributes}
+                kind = kinds.get(attribute) if attribute is not None else None
                 got = err.get("input")
                 if kind is Kind.INT and isinstance(got, int) and not isinstance(got, bool):
-                    reason = f"integer {got} is outside the 64-bit range"
+                    reason = f"integer {brief(got)} is outside the 64-bit range"
+                elif kind is Kind.FLOAT and isinstance(got, int) and not isinstance(got, bool) and digits(got) > 300:
+                    reason = f"integer {brief(got)} is outside the range of a float (about ±1.8e308)"
                 else:
                     expected = _KIND_WORDS[kind] if kind else "a valid value"
-                    reason = f"expected {expected} ({kind.value if kind else '?'}), got {_json_kind(got)} {got!r}"
+                    reason = f"expected {expected} ({kind.value if kind else '?'}), got {_json_kind(got)} {brief(got)}"
             raise EventError(
                 reason, line=line, event_id=event_id, type_name=event_type.name, attribute=attribute
             ) from None

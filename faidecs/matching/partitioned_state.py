@@ -19,6 +19,7 @@ from faidecs.grammar.model import Conjunction, EventType
 from faidecs.matching.conjunction_state import AnyConjunctionState, Validate
 from faidecs.matching.events import Event
 from faidecs.matching.reference import Queues
+from faidecs.matching.snapshot_schema import Partitioned, convert
 
 
 class PartitionedConjunctionState:
@@ -99,15 +100,11 @@ class PartitionedConjunctionState:
         return {"partitions": [[k, p.snapshot()] for k, p in self.parts.items()]}
 
     def restore(self, saved: Any, validate: Validate, published: int) -> None:
-        if not isinstance(saved, Mapping) or set(saved) != {"partitions"} or not isinstance(saved["partitions"], list):
-            raise SnapshotError(f"expected the partitions (by {self.attribute}) of a partitioned conjunction")
+        partitions: Partitioned = convert(saved, Partitioned)
         self.parts = {}
-        for entry in saved["partitions"]:
-            if not isinstance(entry, list) or len(entry) != 2:
-                raise SnapshotError("a partition is [value, queues]")
-            key, part_saved = entry
-            if isinstance(key, (list, dict)) or key is None or key in self.parts:
-                raise SnapshotError(f"partition value {key!r} is not a distinct scalar")
+        for key, part_saved in partitions.partitions:
+            if key in self.parts:
+                raise SnapshotError(f"partition value {json.dumps(key)} appears twice")
             part = self.part(key)
             try:
                 part.restore(part_saved, validate, published)

@@ -1,22 +1,23 @@
 """Replay a JSON-lines stream of events through an engine (the logic behind ``faidecs run``).
 
-Each non-blank line is one event in the input JSON shape. A bad line (invalid JSON, an event
-that does not fit its type, a duplicate id) either stops the replay (``on_error="stop"``, the
+Each non-blank line is one event in the input JSON shape. A bad line (not UTF-8, too long,
+invalid JSON, an event that does not fit its type, a duplicate id; see
+:mod:`faidecs.runs.event_lines` for the limits) either stops the replay (``on_error="stop"``, the
 default) or is handed to ``reject`` and counted (``on_error="skip"``). Nothing is dropped
-silently.
+silently, and no line raises anything but :class:`EventError`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from faidecs.errors import EventError, FaidecsError
+from faidecs.errors import EventError
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
 from faidecs.matching.events import Event
+from faidecs.runs.event_lines import MAX_LINE_BYTES, LongLine, decode, limit_problem, parse, too_long
 from faidecs.runs.runlog import RunRecorder
 
 OnError = Literal["stop", "skip"]
@@ -30,24 +31,27 @@ class ReplaySummary:
     rejected: int = 0
 
 
-class _NotJson(FaidecsError):
-    pass
-
-
-def _reject_constant(name: str) -> Any:
-    # Python's json module accepts NaN, Infinity and -Infinity; JSON does not.
-    raise _NotJson(name)
-
-
-def parse_line(engine: Engine, text: str, line: int, seen_ids: set[str]) -> Event:
-    """Validate one input line into an event; raises :class:`EventError` naming the line."""
+def parse_line(engine: Engine, text: str | bytes, line: int, seen_ids: set[str]) -> Event:
+    """Validate one input line (text, or bytes to decode as UTF-8) into an event; raises
+    :class:`EventError` naming the line."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_LINE_BYTES and len(text.rstrip(b"\r\n")) > MAX_LINE_BYTES:
+            raise too_long(len(text.rstrip(b"\r\n")), line)
+        text = decode(text, line)
+    elif len(text) * 4 > MAX_LINE_BYTES:  # (a character takes at most 4 bytes)
+        size = len(text.rstrip("\r\n").encode("utf-8", "surrogatepass"))
+        if size > MAX_LINE_BYTES:
+            raise too_long(size, line)
+    obj = parse(text, line)
     try:
-        obj = json.loads(text.rstrip("\r\n"), parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise EventError(f"invalid JSON: {exc.msg} (column {exc.colno})", line=line) from None
-    except _NotJson as exc:
-        raise EventError(f"invalid JSON: {exc} is not a JSON value", line=line) from None
-    event = engine.validate(obj, line=line)
+        event = engine.validate(obj, line=line)
+    except EventError:
+        # A line past the digit or nesting limit that parsed (the limits are below Python's)
+        # fails validation: name the limit, the same error as where parsing failed.
+        problem = limit_problem(text, line)
+        if problem is not None:
+            raise problem from None
+        raise
     if event.id in seen_ids:
         raise EventError("duplicate event id: ids must be unique within a stream", line=line, event_id=event.id)
     return event
@@ -55,16 +59,18 @@ def parse_line(engine: Engine, text: str, line: int, seen_ids: set[str]) -> Even
 
 def replay(
     engine: Engine,
-    lines: Iterable[str],
+    lines: Iterable[str | bytes | LongLine],
     emit: Callable[[Delivery], None],
     *,
     on_error: OnError = "stop",
-    reject: Callable[[int, str, EventError], None] | None = None,
-    progress: Callable[[str], None] | None = None,
+    reject: Callable[[int, str | bytes | LongLine, EventError], None] | None = None,
+    progress: Callable[[str | bytes | LongLine], None] | None = None,
     recorder: RunRecorder | None = None,
 ) -> ReplaySummary:
     """Publish every line of ``lines`` (1-based line numbers) and ``emit`` each delivery in
-    delivery order. With ``on_error="stop"`` the first bad line raises its :class:`EventError`."""
+    delivery order. Lines are text, or bytes as :func:`~faidecs.runs.event_lines.read_lines`
+    reads them from a file. With ``on_error="stop"`` the first bad line raises its
+    :class:`EventError`; with ``"skip"`` it goes to ``reject`` (with the line as given)."""
     if on_error not in ("stop", "skip"):
         raise ValueError(f"on_error must be 'stop' or 'skip', not {on_error!r}")
     summary = ReplaySummary()
@@ -73,9 +79,11 @@ def replay(
         summary.lines = number
         if progress is not None:
             progress(text)
-        if not text.strip():
-            continue
         try:
+            if isinstance(text, LongLine):
+                raise too_long(text.size, number)
+            if not text.strip():
+                continue
             event = parse_line(engine, text, number, seen_ids)
         except EventError as err:
             if on_error == "stop":

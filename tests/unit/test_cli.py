@@ -352,7 +352,7 @@ def test_run_stops_at_invalid_json_to_stdout(tmp_path: Path, capsys: pytest.Capt
     assert main(["run", "--program", prog, "--events", evs]) == 1
     captured = capsys.readouterr()
     assert captured.out.splitlines() == [delivery("S", ["x1", "y1"])]
-    assert f"{evs}:line 3: invalid JSON" in captured.err
+    assert f"{evs}:line 3, column 2: invalid JSON" in captured.err
 
 
 def test_run_skip_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -392,7 +392,7 @@ def test_run_skip_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert rejects[2]["error"].startswith("unknown attribute")
     err = captured.err.splitlines()
     assert f"{evs}:line 2, event 'z': unknown event type 'T9' (declared types: T1, T2)" in err
-    assert any(line.startswith(f"{evs}:line 3: invalid JSON") for line in err)
+    assert any(line.startswith(f"{evs}:line 3, column 1: invalid JSON") for line in err)
     assert any(line.startswith(f"{evs}:line 6, event 'x2', type T1, attribute 'b'") for line in err)
     assert err[-1] == f"faidecs: 4 events, 2 deliveries, 3 rejected (written to {evs}.rejects.jsonl)"
 

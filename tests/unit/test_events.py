@@ -229,7 +229,7 @@ def test_at_line_relocates(engine: Engine) -> None:
 def test_parse_line_invalid_json(engine: Engine) -> None:
     with pytest.raises(EventError) as info:
         parse_line(engine, '{"id": "e1", "type": ', 4, set())
-    assert str(info.value).startswith("line 4: invalid JSON")
+    assert str(info.value) == "line 4, column 22: invalid JSON: Expecting value"
 
 
 def test_parse_line_duplicate_id(engine: Engine) -> None:
@@ -284,5 +284,5 @@ def test_parse_line_cut_short_reports_the_column_on_its_own_line(engine: Engine)
     text = '{"id": "x", "type": "T"\n'
     with pytest.raises(EventError) as exc:
         parse_line(engine, text, 4, set())
-    assert exc.value.line == 4
-    assert exc.value.reason == "invalid JSON: Expecting ',' delimiter (column 24)"
+    assert (exc.value.line, exc.value.column) == (4, 24)
+    assert exc.value.reason == "invalid JSON: Expecting ',' delimiter"
