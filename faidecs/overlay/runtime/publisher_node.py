@@ -3,7 +3,6 @@ at the deployment's rate, each logged as sent."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +16,30 @@ from faidecs.overlay.runtime.codec import oversized
 from faidecs.overlay.runtime.deployment import Deployment
 from faidecs.overlay.runtime.node import Node
 from faidecs.overlay.runtime.udp import UdpSender
+from faidecs.runs.event_lines import LongLine, decode, parse, read_lines, too_long
 
 # The nodes share one logger: an operator filters a process's messages by its name in the text.
 LOG = logging.getLogger("faidecs.overlay.runtime.node")
+
+
+def read_events(path: Path) -> Iterator[dict[str, Any]]:
+    """The file's events, read as ``faidecs run`` reads them (faidecs/runs/event_lines.py:
+    LF-separated UTF-8 lines with limits, no duplicate keys); the first bad line stops the
+    publisher with an error naming its file, line and column."""
+    with path.open("rb") as f:
+        for number, raw in enumerate(read_lines(f), start=1):
+            try:
+                if isinstance(raw, LongLine):
+                    raise too_long(raw.size, number)
+                text = decode(raw, number) if isinstance(raw, bytes) else raw
+                if not text.strip():
+                    continue
+                event = parse(text, number)
+            except EventError as exc:
+                raise FaidecsError(f"{path}: {exc}") from None
+            if not isinstance(event, dict):
+                raise FaidecsError(f"{path}: line {number}: an event is a JSON object")
+            yield {**event, "_line": f"{path}:{number}"}
 
 
 class PublisherNode(Node):
@@ -31,7 +51,7 @@ class PublisherNode(Node):
     ):
         super().__init__(deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir)
         self.publisher = deployment.publishers[process]
-        self.events: Iterator[dict[str, Any]] | None = self._read_events(deployment.path(self.publisher.events))
+        self.events: Iterator[dict[str, Any]] | None = read_events(deployment.path(self.publisher.events))
         self.validator = EventValidator(deployment.types)
         self.seq = 0
         self.udp_out: UdpSender | None = None
@@ -41,19 +61,6 @@ class PublisherNode(Node):
             self.udp_out = UdpSender(deployment, process, self.keys, loss=pub.udp_test_loss, swap=pub.udp_test_swap)
             # What it sent: apart from the run log, where root replicas record what they commit.
             self.sent_log = ProcessLog(log_dir / f"{process}.sent", deployment.types_source(), process, None)
-
-    def _read_events(self, path: Path) -> Iterator[dict[str, Any]]:
-        with path.open(encoding="utf-8") as f:
-            for number, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    event = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise FaidecsError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
-                if not isinstance(event, dict):
-                    raise FaidecsError(f"{path}:{number}: an event is a JSON object")
-                yield {**event, "_line": f"{path}:{number}"}
 
     def _due(self, now: int) -> int:
         """Milliseconds until the next publication is due (a tick when there is nothing to publish)."""
@@ -127,4 +134,4 @@ class PublisherNode(Node):
         return out
 
 
-__all__ = ["PublisherNode"]
+__all__ = ["PublisherNode", "read_events"]
