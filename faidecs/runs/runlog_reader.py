@@ -309,11 +309,14 @@ def _field_of(exc: msgspec.ValidationError) -> tuple[str | None, bool]:
 def _explain(exc: msgspec.ValidationError, text: str, *, first: bool) -> str:
     """What is wrong with the record on line ``text``, which msgspec refused with ``exc``."""
     try:
-        record = msgspec.json.decode(text)  # valid JSON: the typed decoding got as far as the types
+        # The typed decoding stops at the first wrong type: the rest of the line may not be JSON.
+        record = msgspec.json.decode(text)
     except msgspec.ValidationError:  # a number no 64-bit value holds, even untyped
         number = _LONG_NUMBER.search(text)
         column = f"column {number.start() + 1}: " if number is not None else ""
         return f"{column}a number out of range (integers are 64-bit)"
+    except msgspec.DecodeError as err:  # (a ValidationError is one too: it goes first)
+        return f"invalid JSON: {err}"
     except RecursionError:
         return "the record is nested too deeply"
     if not isinstance(record, dict) or not isinstance(record.get("record"), str):
