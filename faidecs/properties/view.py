@@ -109,8 +109,10 @@ class RunView:
                 raise RunLogError(f"delivery at time {d.time}: process {d.process} has no conjunction {d.conjunction}")
             # A relation belongs to the partition of its first published event (Admission
             # reports one that mixes partitions; No Creation one made of unknown events).
-            first = next((self.events[i] for i in d.relation if i in self.events), None)
-            value = None if first is None else partition_value(owner, first)
+            value = None
+            if owner.partition_by is not None:
+                first = next((self.events[i] for i in d.relation if i in self.events), None)
+                value = None if first is None else partition_value(owner, first)
             key = (d.process, d.conjunction, value)
             stream = self.streams.get(key)
             if stream is None:
