@@ -23,55 +23,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Subscription
+from faidecs.runs.runlog_records import FORMAT, Delivered, Notified, Published, RunLogError
 
 if TYPE_CHECKING:
     from faidecs.matching.events import Event
-
-FORMAT = "faidecs.runs.runlog/1"
-
-
-class RunLogError(FaidecsError):
-    """A run log that cannot be read: says the line and what is wrong."""
-
-
-@dataclass(frozen=True, slots=True)
-class Published:
-    time: int
-    event: dict[str, Any]  # the input JSON shape, with publisher and seq
-
-    @property
-    def id(self) -> str:
-        return str(self.event["id"])
-
-    @property
-    def type(self) -> str:
-        return str(self.event["type"])
-
-    @property
-    def publisher(self) -> str:
-        return str(self.event["publisher"])
-
-    @property
-    def seq(self) -> int:
-        return int(self.event["seq"])
-
-
-@dataclass(frozen=True, slots=True)
-class Delivered:
-    time: int
-    process: str
-    conjunction: int
-    relation: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Notified:
-    time: int
-    process: str
-    event: str  # event id
 
 
 @dataclass(slots=True)
@@ -162,7 +119,8 @@ class RunLog:
         what is wrong otherwise."""
         from faidecs.runs.runlog_reader import read_runlog
 
-        return read_runlog(lines, name)
+        read = read_runlog(lines, name)
+        return cls(**{f: getattr(read, f) for f in read.__dataclass_fields__})
 
     def incomplete(self) -> str | None:
         """Why this log cannot be the whole run, or None. A run ends with a ``final`` record of
@@ -277,3 +235,15 @@ def merge_runlogs(logs: Iterable[tuple[str, RunLog]]) -> RunLog:
         out.joined.update({p: (renumbered(t), peer) for p, (t, peer) in log.joined.items()})
         out.left.update({p: renumbered(t) for p, t in log.left.items()})
     return out
+
+
+__all__ = [
+    "FORMAT",
+    "Delivered",
+    "Notified",
+    "Published",
+    "RunLog",
+    "RunLogError",
+    "RunRecorder",
+    "merge_runlogs",
+]

@@ -8,13 +8,14 @@ event fits its declared type and its id is new; a delivery names a declared proc
 its conjunctions; a ``final`` record names a declared process and has the shape of its
 subscription's queues (``state_json``). A last line that is not JSON is reported as the log being
 cut short. Whether the log is *complete* (every process wrote its ``final`` record) is
-:meth:`RunLog.incomplete`'s business: a log cut at a line boundary reads fine.
+:meth:`faidecs.runs.runlog.RunLog.incomplete`'s business: a log cut at a line boundary reads fine.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
 
@@ -23,14 +24,30 @@ import msgspec
 from faidecs.errors import EventError, ProgramError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import Conjunction, EventType, Subscription
-from faidecs.matching.events import EventValidator
-from faidecs.runs.runlog import FORMAT, Delivered, Notified, Published, RunLog, RunLogError
+from faidecs.matching.events import Event, EventValidator
+from faidecs.runs.runlog_records import FORMAT, Delivered, Notified, Published, RunLogError
 
 #: Longest excerpt of a bad value quoted in a message: a 20 MB value is not echoed whole.
 _EXCERPT = 60
 
 
-def read_runlog(lines: Iterable[str], name: str) -> RunLog:
+@dataclass(slots=True)
+class ReadLog:
+    """What a run log holds, as :class:`faidecs.runs.runlog.RunLog` keeps it (the same fields):
+    the reader fills one, and ``RunLog.read`` makes the log of it."""
+
+    types_source: str
+    processes: dict[str, str] = field(default_factory=dict)
+    published: list[Published] = field(default_factory=list)
+    delivered: list[Delivered] = field(default_factory=list)
+    final: dict[str, list[Any]] = field(default_factory=dict)
+    joined: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    left: dict[str, int] = field(default_factory=dict)
+    notified: list[Notified] = field(default_factory=list)
+    validated: dict[str, Event] = field(default_factory=dict)
+
+
+def read_runlog(lines: Iterable[str], name: str) -> ReadLog:
     """The run log of ``lines`` (blank ones skipped); :class:`RunLogError` naming the file, the
     line and what is wrong otherwise."""
     reader = _Reader(name)
@@ -60,7 +77,7 @@ class _Reader:
 
     def __init__(self, name: str):
         self.name = name
-        self.log: RunLog | None = None
+        self.log: ReadLog | None = None
         self.types: dict[str, EventType] = {}
         self.subscriptions: dict[str, Subscription] = {}
         self.validator: EventValidator | None = None
@@ -124,9 +141,9 @@ class _Reader:
         except RecursionError:
             raise _Bad("field 'types': nested too deeply") from None
         self.validator = EventValidator(self.types)
-        self.log = RunLog(record.types)
+        self.log = ReadLog(record.types)
 
-    def _process(self, log: RunLog, record: _Process) -> None:
+    def _process(self, log: ReadLog, record: _Process) -> None:
         if record.process in log.processes:
             raise _Bad(f"process {record.process!r} declared twice")
         try:
@@ -144,7 +161,7 @@ class _Reader:
         if record.left is not None:
             log.left[record.process] = record.left
 
-    def _publish(self, log: RunLog, record: _Publish) -> None:
+    def _publish(self, log: ReadLog, record: _Publish) -> None:
         try:
             msgspec.convert(record.event, _EventFields)
         except msgspec.ValidationError as exc:
@@ -162,7 +179,7 @@ class _Reader:
         log.published.append(published)
         log.validated[published.id] = event
 
-    def _final(self, log: RunLog, record: _Final) -> None:
+    def _final(self, log: ReadLog, record: _Final) -> None:
         subscription = self.subscriptions.get(record.process)
         if subscription is None:
             raise _Bad(f"final queues of undeclared process {record.process!r}")
