@@ -193,8 +193,9 @@ class _Reader:
         log.final[record.process] = record.queues
 
 
-class _Bad(Exception):
-    """What is wrong with the current record; the reader adds the file and line."""
+class _Bad(RunLogError):
+    """What is wrong with the current record; the reader adds the file and line (it never leaves
+    the reader without them)."""
 
 
 def _check_state(state: Any, conj: Conjunction, path: str, *, partitioned: bool) -> None:
