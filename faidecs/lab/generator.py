@@ -34,7 +34,13 @@ def _conjunction(rng: random.Random, types: list[str]) -> Conj:
     return tuple(atoms)
 
 
-def scenario(rng: random.Random) -> LabScenario:
+#: partition keys 0..KEYS-1 of a partitioned scenario: two, so that most runs mix partitions
+KEYS = 2
+
+
+def scenario(rng: random.Random, *, keyed: bool = False) -> LabScenario:
+    """A scenario; ``keyed``: each event also gets a partition key (drawn after everything else,
+    so that the scenarios of a seed are the plain ones, with keys added)."""
     base_types = rng.sample(TYPES[:2], rng.choice((1, 2, 2)))
     base = _conjunction(rng, base_types)
     if len(base_types) == 2 and rng.random() < 0.4:
@@ -69,4 +75,5 @@ def scenario(rng: random.Random) -> LabScenario:
     if rng.random() < 0.3:
         who = rng.choice([name for name, _ in processes])
         reactions = ((who, Reaction(rng.choice(used), rng.randrange(VALUES), rng.choice((1, 2)))),)
-    return LabScenario(tuple(processes), events, reactions)
+    keys = tuple(rng.randrange(KEYS) for _ in events) if keyed else ()
+    return LabScenario(tuple(processes), events, reactions, keys)

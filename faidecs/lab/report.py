@@ -3,6 +3,8 @@ and one shrunk counterexample per violated cell, drawn as its run."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from faidecs.lab.scenario import LabScenario, run
 from faidecs.lab.search import Finding, combo_name, paper_row
 from faidecs.matching.guarantees import PROPERTIES, Combination, Property
@@ -40,7 +42,7 @@ def counterexample(s: LabScenario, combination: Combination, prop: Property, ext
         [
             (
                 p.time,
-                f"publish {p.id}: {p.type}(a={p.event['attrs']['a']})"
+                f"publish {p.id}: {p.type}({', '.join(f'{k}={v}' for k, v in p.event['attrs'].items())})"
                 + (f" by {p.publisher}" if p.publisher != "publisher" else ""),
             )
             for p in log.published
@@ -49,14 +51,19 @@ def counterexample(s: LabScenario, combination: Combination, prop: Property, ext
     )
     lines += [text for _, text in records]
     for name, queues in log.final.items():
-        shown = "; ".join(
-            ", ".join(f"{t}=[{', '.join(map(str, ids))}]" for t, ids in q.items() if t != "staged") for q in queues
-        )
+        shown = "; ".join(_queues(q) for q in queues)
         lines.append(f"final queues of {name}: {shown}")
     lines.append("```")
     violation = check(log, [prop]).results[prop][0]
     lines.append(f"{violation.explanation}.")
     return "\n".join(lines)
+
+
+def _queues(state: dict[str, Any]) -> str:
+    """One conjunction's final queues; a partitioned one's partition by partition."""
+    if "partitions" in state:
+        return " | ".join(f"k={value}: {_queues(part)}" for value, part in state["partitions"].items())
+    return ", ".join(f"{t}=[{', '.join(map(str, ids))}]" for t, ids in state.items() if t != "staged")
 
 
 def markdown(found: dict[str, dict[Property, Finding]], combinations: tuple[Combination, ...], extra: str = "") -> str:

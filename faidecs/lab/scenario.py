@@ -17,6 +17,16 @@ from faidecs.runs.runlog import RunLog
 
 TYPES = ("T1", "T2", "T3", "T4")
 TYPES_SOURCE = "".join(f"type {t}(a: int)\n" for t in TYPES)
+#: the types of a partitioned lab run: a key ``k`` beside ``a``, so that partitions are chosen
+#: independently of the values that predicates compare
+KEYED_TYPES_SOURCE = "".join(f"type {t}(a: int, k: int)\n" for t in TYPES)
+#: the option that ``faidecs lab --partitioned`` adds to every subscription
+PARTITIONED = ", partition by k"
+
+
+def partitioned(extra: str) -> bool:
+    return "partition by" in extra
+
 
 Conj = tuple[str, ...]  # atoms joined by `and`
 
@@ -36,6 +46,8 @@ class LabScenario:
     processes: tuple[tuple[str, tuple[Conj, ...]], ...]  # (name, disjunction of conjunctions)
     events: tuple[tuple[str, int], ...]  # (type, a), published in this order
     reactions: tuple[tuple[str, Reaction], ...] = field(default=())
+    #: each event's partition key ``k`` (partitioned runs; empty: every key 0)
+    keys: tuple[int, ...] = field(default=())
 
     def subscription(self, name: str, combination: Combination, extra: str = "") -> str:
         conjs = dict(self.processes)[name]
@@ -47,7 +59,10 @@ class LabScenario:
         return len(self.events) * 10 + sum(len(c) + 5 for _, cs in self.processes for c in cs) + len(self.reactions)
 
     def without_event(self, k: int) -> LabScenario:
-        return replace(self, events=self.events[:k] + self.events[k + 1 :])
+        return replace(self, events=self.events[:k] + self.events[k + 1 :], keys=self.keys[:k] + self.keys[k + 1 :])
+
+    def key(self, k: int) -> int:
+        return self.keys[k] if self.keys else 0
 
     def without_process(self, k: int) -> LabScenario:
         name = self.processes[k][0]
@@ -58,15 +73,22 @@ class LabScenario:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "processes": {n: [list(c) for c in cs] for n, cs in self.processes},
             "events": [list(e) for e in self.events],
             "reactions": {n: [r.type_name, r.value, r.limit] for n, r in self.reactions},
         }
+        if self.keys:
+            out["keys"] = list(self.keys)
+        return out
 
 
 def run(scenario: LabScenario, combination: Combination, extra: str = "") -> RunLog:
-    """The run log of ``scenario`` with every process using ``combination``'s matching and disposal."""
+    """The run log of ``scenario`` with every process using ``combination``'s matching and disposal.
+
+    With ``partition by k`` in ``extra``, events carry their key ``k`` (a scenario without keys:
+    all 0, one partition), and a reaction is published in the partition of the relation that
+    caused it: a process reacting to a key's correlation speaks about that key."""
     processes = {name: scenario.subscription(name, combination, extra) for name, _ in scenario.processes}
     reactions = dict(scenario.reactions)
     made: dict[str, int] = {}
@@ -76,7 +98,14 @@ def run(scenario: LabScenario, combination: Combination, extra: str = "") -> Run
         if rule is None or made.get(process, 0) >= rule.limit:
             return []
         made[process] = made.get(process, 0) + 1
-        return [{"id": f"{process}r{made[process]}", "type": rule.type_name, "attrs": {"a": rule.value}}]
+        attrs = {"a": rule.value}
+        if keyed:
+            attrs["k"] = delivery.relation[0].attrs["k"]
+        return [{"id": f"{process}r{made[process]}", "type": rule.type_name, "attrs": attrs}]
 
-    events = [{"id": f"e{k + 1}", "type": t, "attrs": {"a": a}} for k, (t, a) in enumerate(scenario.events)]
-    return run_processes(TYPES_SOURCE, processes, events, react=react if reactions else None, matcher="reference")
+    keyed = partitioned(extra)
+    events = []
+    for k, (t, a) in enumerate(scenario.events):
+        events.append({"id": f"e{k + 1}", "type": t, "attrs": {"a": a, "k": scenario.key(k)} if keyed else {"a": a}})
+    types = KEYED_TYPES_SOURCE if keyed else TYPES_SOURCE
+    return run_processes(types, processes, events, react=react if reactions else None, matcher="reference")

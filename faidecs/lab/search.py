@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from faidecs.errors import ProgramError
 from faidecs.lab.generator import scenario as generate
-from faidecs.lab.scenario import LabScenario, run
+from faidecs.lab.scenario import LabScenario, partitioned, run
 from faidecs.matching.guarantees import COMBINATIONS, PAPER_VIOLATIONS, PROPERTIES, Combination, Property
 from faidecs.properties import check
 
@@ -59,6 +59,9 @@ def _reductions(s: LabScenario) -> Iterator[LabScenario]:
     for k, (t, a) in enumerate(s.events):
         if a > 0:
             yield replace(s, events=s.events[:k] + ((t, a - 1),) + s.events[k + 1 :])
+    for k, key in enumerate(s.keys):
+        if key > 0:
+            yield replace(s, keys=s.keys[:k] + (key - 1,) + s.keys[k + 1 :])
 
 
 def shrink(s: LabScenario, combination: Combination, prop: Property, extra: str = "") -> LabScenario:
@@ -81,7 +84,7 @@ def explore(combination: Combination, runs: int, seed: int, extra: str = "") -> 
     remaining = list(PROPERTIES)
     found: dict[Property, Finding] = {}
     for i in range(runs):
-        s = generate(rng)
+        s = generate(rng, keyed=partitioned(extra))
         report = check(run(s, combination, extra), remaining)
         for prop in report.violated():
             found[prop] = Finding(prop, shrink(s, combination, prop, extra), i + 1, unshrunk=s)

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from faidecs.matching.guarantees import Property
@@ -61,34 +61,62 @@ CHECKS: dict[Property, Check] = {
 }
 
 
+#: Properties whose judgement needs the whole run: on a log cut short, a delivery they miss may
+#: lie in the part that is lost, so neither "holds" nor "violated" can be said. Every other
+#: property is judged on what the log records: a violation there stays one however the run went
+#: on (each is about what was delivered, in which order, never about what was not yet).
+WHOLE_RUN: frozenset[Property] = frozenset(
+    {
+        Property.CONJUNCTION_VALIDITY,
+        Property.EVENT_VALIDITY,
+        Property.CONJUNCTION_AGREEMENT,
+        Property.COVERING_AGREEMENT,
+        Property.NOTIFICATION_VALIDITY,
+    }
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Report:
     results: dict[Property, list[Violation]]
+    #: properties not judged, and why (the log is not the whole run); their results are empty
+    undecided: dict[Property, str] = field(default_factory=dict)
 
     def violated(self) -> list[Property]:
         return [name for name, found in self.results.items() if found]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            name: {"holds": not found, "violations": [v.to_json() for v in found]}
-            for name, found in self.results.items()
-        }
+        out: dict[str, Any] = {}
+        for name, found in self.results.items():
+            if name in self.undecided:
+                out[name] = {"holds": None, "violations": [], "undecided": self.undecided[name]}
+            else:
+                out[name] = {"holds": not found, "violations": [v.to_json() for v in found]}
+        return out
 
     def table(self) -> str:
         width = max(len(n) for n in self.results)
         lines = [f"{'property':<{width}}  result"]
         for name, found in self.results.items():
-            lines.append(f"{name:<{width}}  {'VIOLATED' if found else 'holds'}")
+            verdict = "cannot judge" if name in self.undecided else "VIOLATED" if found else "holds"
+            lines.append(f"{name:<{width}}  {verdict}")
             for v in found:
                 lines.append(f"{'':<{width}}    {v.explanation}")
+        reasons = sorted(set(self.undecided.values()))
+        lines += [f"cannot judge: {reason}; the others are judged on what the log records" for reason in reasons]
         return "\n".join(lines) + "\n"
 
 
-def check(log: RunLog, properties: Iterable[str] | None = None) -> Report:
-    """Check ``properties`` (default: all; :class:`Property` members, or their names) on a run log."""
+def check(log: RunLog, properties: Iterable[str] | None = None, *, unfinished: str | None = None) -> Report:
+    """Check ``properties`` (default: all; :class:`Property` members, or their names) on a run log.
+
+    ``unfinished``: why the log may not be the whole run (``faidecs verify`` passes
+    :meth:`RunLog.incomplete`); the properties of :data:`WHOLE_RUN` are then not judged but
+    reported undecided, with this reason, and the others are judged on what the log records."""
     view = RunView(log)
     names = [Property(p) for p in properties] if properties is not None else list(CHECKS)
-    return Report({name: CHECKS[name](view) for name in names})
+    undecided = {name: unfinished for name in names if unfinished is not None and name in WHOLE_RUN}
+    return Report({name: [] if name in undecided else CHECKS[name](view) for name in names}, undecided)
 
 
-__all__ = ["CHECKS", "Property", "Report", "Violation", "check"]
+__all__ = ["CHECKS", "WHOLE_RUN", "Property", "Report", "Violation", "check"]

@@ -31,8 +31,8 @@ def _owed(x: Stream, y: Stream, view: RunView) -> dict[tuple[str, ...], int] | N
 def conjunction_agreement(view: RunView) -> list[Violation]:
     """Processes with the same conjunction (and options) deliver the same relations."""
     for a, b in view.stream_pairs():
-        if a.options != b.options or a.conjunction.text != b.conjunction.text:
-            continue
+        if a.options != b.options or a.value != b.value or a.conjunction.text != b.conjunction.text:
+            continue  # (partitions of one value are compared: each saw the same sub-stream)
         for x, y in ((a, b), (b, a)):
             rx = _owed(x, y, view)
             if rx is None:
@@ -42,8 +42,8 @@ def conjunction_agreement(view: RunView) -> list[Violation]:
             if missing:
                 return [
                     Violation(
-                        f"{x.process} delivered [{', '.join(missing[0])}] for {x.conjunction.condition_text()}; "
-                        f"{y.process}, with the same conjunction, did not",
+                        f"{x.name} delivered [{', '.join(missing[0])}] for {x.conjunction.condition_text()}; "
+                        f"{y.name}, with the same conjunction, did not",
                         missing[0],
                         (x.process, y.process),
                         (rx[missing[0]],),
@@ -58,7 +58,7 @@ def covering_agreement(view: RunView) -> list[Violation]:
     for wide in view.streams.values():
         comps = wide.conjunction.components()
         for narrow in view.streams.values():
-            if narrow is wide or narrow.options != wide.options:
+            if narrow is wide or narrow.options != wide.options or narrow.value != wide.value:
                 continue
             if {wide.process, narrow.process} & (set(view.log.joined) | set(view.log.left)):
                 continue  # a joiner's queues did not see the run's beginning

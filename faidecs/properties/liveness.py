@@ -1,7 +1,9 @@
 """Liveness on a finite run: Event Validity and Conjunction Validity.
 
 A finite run cannot show that something never happens, so each check looks for a run in which
-the promise can no longer be kept (see docs/properties.md for the exact judgements):
+the promise can no longer be kept (see docs/properties.md for the exact judgements). A stream of a
+partitioned subscription is one partition (see :mod:`faidecs.properties.view`): its relations and
+its candidates are made of the events of its value only.
 
 - **Conjunction Validity** fails if, among the events published after a stream's last delivery,
   some events already satisfy the conjunction (respecting the order its matching option gives
@@ -88,12 +90,13 @@ def conjunction_validity(view: RunView) -> list[Violation]:
         last = stream.deliveries[-1][0] if stream.deliveries else 0
         last = max(last, view.joined_at(stream.process))  # a joiner answers for what came after it
         later = [view.events[p.id] for p in view.log.published if p.time > last]
+        later = [e for e in later if stream.sees(e)]
         candidates = [[e for e in later if e.type == s.type_name and _unary_ok(conj, s, e)] for s in conj.signature]
         found = find_assignment(conj, candidates, order, _newest_first(stream))
         if found is not None:
             return [
                 Violation(
-                    f"after its last delivery, {stream.process} received [{', '.join(e.id for e in found)}], which "
+                    f"after its last delivery, {stream.name} received [{', '.join(e.id for e in found)}], which "
                     f"satisfies {conj.condition_text()}, and delivered nothing more",
                     tuple(e.id for e in found),
                     (stream.process,),
@@ -116,11 +119,11 @@ def event_validity(view: RunView) -> list[Violation]:
         queued: set[str] | None = None
         if final is not None and stream.index < len(final):
             queued = _held(final[stream.index])
-        for k, published in enumerate(view.log.published):
-            e = in_order[k]
+        seen = [e for e in in_order if stream.sees(e)]  # the log lists publications in time order
+        for k, e in enumerate(seen):
             if e.id in delivered:
                 continue
-            later = in_order[k + 1 :]  # the log lists publications in time order
+            later = seen[k + 1 :]
             for slot in free:
                 if slot.type_name != e.type or not _unary_ok(conj, slot, e):
                     continue
@@ -128,7 +131,7 @@ def event_validity(view: RunView) -> list[Violation]:
                 witness = find_assignment(conj, candidates, order, _newest_first(stream))
                 if witness is None:
                     continue
-                lost = _lost(view, stream, e, published.time, free, queued)
+                lost = _lost(view, stream, e, view.published[e.id].time, free, queued)
                 if lost is not None:
                     return [
                         Violation(

@@ -93,11 +93,17 @@ def disjunction_total_order(view: RunView) -> list[Violation]:
     for i, p in enumerate(processes):
         for q in processes[i + 1 :]:
             sp = [s for s in view.streams.values() if s.process == p]
-            sq = {(s.conjunction.text, s.options): s for s in view.streams.values() if s.process == q}
-            shared = [(s, sq[(s.conjunction.text, s.options)]) for s in sp if (s.conjunction.text, s.options) in sq]
+            sq = {(s.conjunction.text, s.options, s.value): s for s in view.streams.values() if s.process == q}
+            shared = [
+                (s, sq[(s.conjunction.text, s.options, s.value)])
+                for s in sp
+                if (s.conjunction.text, s.options, s.value) in sq
+            ]
             for x in range(len(shared)):
                 for y in range(x + 1, len(shared)):
                     (a1, b1), (a2, b2) = shared[x], shared[y]
+                    if a1.value != a2.value:
+                        continue  # partitions are judged one by one
                     ta1 = {ids: t for t, ids in reversed(a1.deliveries)}
                     tb1 = {ids: t for t, ids in reversed(b1.deliveries)}
                     ta2 = {ids: t for t, ids in reversed(a2.deliveries)}

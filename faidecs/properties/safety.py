@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from faidecs.properties.view import RunView, Violation, evaluator
+from faidecs.properties.view import RunView, Violation, evaluator, partition_value
 
 
 def no_duplication(view: RunView) -> list[Violation]:
@@ -74,6 +74,10 @@ def admission(view: RunView) -> list[Violation]:
                 reason = f"has {len(ids)} events for {len(conj.signature)} positions"
             elif any(e.type != s.type_name for e, s in zip(events, conj.signature)):  # type: ignore[union-attr]
                 reason = "has an event of the wrong type in some position"
+            elif any(not stream.sees(e) for e in events):  # type: ignore[arg-type]
+                # A partition delivers relations of its own events only.
+                values = sorted({repr(partition_value(stream.subscription, e)) for e in events})  # type: ignore[arg-type]
+                reason = f"mixes partitions {stream.subscription.partition_by}={', '.join(values)}"
             else:
                 failed = [p.text for p, fn in checks if not fn(events)]
                 if not failed:

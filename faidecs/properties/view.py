@@ -1,4 +1,11 @@
-"""The run as the property checks see it: streams of deliveries per process and conjunction."""
+"""The run as the property checks see it: streams of deliveries per process and conjunction.
+
+A partitioned subscription (``partition by A``) is, by definition, one unpartitioned subscription
+per value v of ``A``, fed only the events whose ``A`` is v (docs/semantics.md, "Partitioned
+subscriptions"). So the view splits each of its conjunctions into one stream per value: every
+check then judges each partition as the subscription it is, and never asks a partition about the
+events of another (a1 of k=1 and b2 of k=2 do not make a relation of `A and B`).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +19,7 @@ from faidecs.matching.evaluate import compile_predicate
 from faidecs.matching.events import Event, EventValidator
 from faidecs.runs.runlog import Published, RunLog, RunLogError
 
-StreamKey = tuple[str, int]  # (process, conjunction index as written)
+StreamKey = tuple[str, int, Any]  # (process, conjunction index as written, partition value or None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +47,33 @@ class Stream:
     conjunction: Conjunction
     subscription: Subscription
     deliveries: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)  # (time, ids)
+    #: for a partitioned subscription, the value of the partition attribute this stream is about
+    value: Any = None
 
     @property
     def key(self) -> StreamKey:
-        return (self.process, self.index)
+        return (self.process, self.index, self.value)
 
     @property
-    def options(self) -> tuple[str, str]:
-        return (self.subscription.matching.value, self.subscription.disposal.value)
+    def options(self) -> tuple[str, str, str]:
+        """What makes two streams' deliveries comparable besides the conjunction: a partitioned
+        subscription delivers other relations than an unpartitioned one with the same options."""
+        return (
+            self.subscription.matching.value,
+            self.subscription.disposal.value,
+            self.subscription.partition_by or "",
+        )
+
+    @property
+    def name(self) -> str:
+        """The process, and the partition when there is one (for explanations)."""
+        partition = self.subscription.partition_by
+        return self.process if partition is None else f"{self.process} (partition {partition}={self.value!r})"
+
+    def sees(self, event: Event) -> bool:
+        """Whether ``event`` reaches this stream's queues: every event of an unpartitioned one,
+        only the events of its value in a partitioned one."""
+        return bool(partition_value(self.subscription, event) == self.value)
 
     def first_times(self) -> dict[str, int]:
         """The time each event was first delivered in this stream."""
@@ -70,16 +96,39 @@ class RunView:
             if p.id in self.published:
                 raise RunLogError(f"event id {p.id!r} published twice")
             self.published[p.id] = p
-            self.events[p.id] = validator.validate(p.event)
+            known = log.validated.get(p.id)  # validated by the reader already
+            self.events[p.id] = known if known is not None else validator.validate(p.event)
         self.streams: dict[StreamKey, Stream] = {}
         for name, sub in self.subscriptions.items():
             for k, conj in enumerate(sub.conjunctions):
-                self.streams[(name, k)] = Stream(name, k, conj, sub)
+                for value in self._values(sub, conj):
+                    self.streams[(name, k, value)] = Stream(name, k, conj, sub, value=value)
         for d in log.delivered:
-            stream = self.streams.get((d.process, d.conjunction))
-            if stream is None:
+            owner = self.subscriptions.get(d.process)
+            if owner is None or not 0 <= d.conjunction < len(owner.conjunctions):
                 raise RunLogError(f"delivery at time {d.time}: process {d.process} has no conjunction {d.conjunction}")
+            # A relation belongs to the partition of its first published event (Admission
+            # reports one that mixes partitions; No Creation one made of unknown events).
+            value = None
+            if owner.partition_by is not None:
+                first = next((self.events[i] for i in d.relation if i in self.events), None)
+                value = None if first is None else partition_value(owner, first)
+            key = (d.process, d.conjunction, value)
+            stream = self.streams.get(key)
+            if stream is None:
+                stream = self.streams[key] = Stream(
+                    d.process, d.conjunction, owner.conjunctions[d.conjunction], owner, value=value
+                )
             stream.deliveries.append((d.time, d.relation))
+
+    def _values(self, sub: Subscription, conj: Conjunction) -> list[Any]:
+        """The partitions of ``conj`` in ``sub``: [None] when unpartitioned, else every value of
+        the partition attribute among the published events of its types, in order of appearance."""
+        if sub.partition_by is None:
+            return [None]
+        types = set(conj.types)
+        values = {partition_value(sub, e): None for e in self.events.values() if e.type in types}
+        return list(values)
 
     def joined_at(self, process: str) -> int:
         """When ``process`` joined (0 for processes present from the start)."""
@@ -125,6 +174,17 @@ def slot_positions(conj: Conjunction, types: frozenset[str]) -> list[int]:
 def evaluator(conj: Conjunction) -> list[tuple[Predicate, Any]]:
     positions = {slot: k for k, slot in enumerate(conj.signature)}
     return [(p, compile_predicate(p, positions)) for p in conj.predicates]
+
+
+def partition_value(sub: Subscription, event: Event) -> Any:
+    """The value of ``sub``'s partition attribute in ``event`` (None: unpartitioned). Every type
+    of a partitioned subscription has the attribute (the program checker makes sure)."""
+    if sub.partition_by is None:
+        return None
+    for attribute, value in zip(event.event_type.attributes, event.values):
+        if attribute.name == sub.partition_by:
+            return value
+    return None
 
 
 def binary_free_slots(conj: Conjunction) -> list[Slot]:

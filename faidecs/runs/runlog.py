@@ -18,61 +18,17 @@ A process that publishes in reaction to its deliveries appears as the ``publishe
 from __future__ import annotations
 
 import json
-import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from types import UnionType
-from typing import IO, Any, Union, get_args, get_origin
+from typing import IO, TYPE_CHECKING, Any
 
-import msgspec
-
-from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import EventType, Subscription
+from faidecs.runs.runlog_records import FORMAT, Delivered, Notified, Published, RunLogError
 
-FORMAT = "faidecs.runs.runlog/1"
-
-
-class RunLogError(FaidecsError):
-    """A run log that cannot be read: says the line and what is wrong."""
-
-
-@dataclass(frozen=True, slots=True)
-class Published:
-    time: int
-    event: dict[str, Any]  # the input JSON shape, with publisher and seq
-
-    @property
-    def id(self) -> str:
-        return str(self.event["id"])
-
-    @property
-    def type(self) -> str:
-        return str(self.event["type"])
-
-    @property
-    def publisher(self) -> str:
-        return str(self.event["publisher"])
-
-    @property
-    def seq(self) -> int:
-        return int(self.event["seq"])
-
-
-@dataclass(frozen=True, slots=True)
-class Delivered:
-    time: int
-    process: str
-    conjunction: int
-    relation: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Notified:
-    time: int
-    process: str
-    event: str  # event id
+if TYPE_CHECKING:
+    from faidecs.matching.events import Event
 
 
 @dataclass(slots=True)
@@ -90,6 +46,9 @@ class RunLog:
     left: dict[str, int] = field(default_factory=dict)
     #: events an ordering layer handed to processes (seeds 000 and 004), in notification order
     notified: list[Notified] = field(default_factory=list)
+    #: each published event as its type validated it, by id, when the reader did so: the checker
+    #: reuses them rather than validate a big log twice (a log built in memory has none).
+    validated: dict[str, Event] = field(default_factory=dict, repr=False, compare=False)
 
     # --- derived ---------------------------------------------------------------------------
 
@@ -155,168 +114,26 @@ class RunLog:
 
     @classmethod
     def read(cls, lines: Iterable[str], name: str = "<run log>") -> RunLog:
-        """The run log of ``lines`` (blank ones skipped); :class:`RunLogError` naming the file, the
-        line and what is wrong otherwise. Each line is decoded by msgspec into its record's struct
-        (a tagged union on ``record``), which checks the fields' types."""
-        log: RunLog | None = None
-        last_time: int | None = None
-        for number, text in enumerate(lines, start=1):
-            if not text.strip():
-                continue
-            where = f"{name}:{number}"
-            try:
-                record = _RECORD.decode(text)
-            except msgspec.ValidationError as exc:
-                raise RunLogError(f"{where}: {_explain(exc, text, first=log is None)}") from None
-            except msgspec.DecodeError as exc:
-                raise RunLogError(f"{where}: invalid JSON: {exc}") from None
-            if log is None:
-                if not isinstance(record, _Header) or record.format != FORMAT:
-                    raise RunLogError(f"{where}: {_STARTS}")
-                log = cls(record.types)
-                continue
-            if isinstance(record, _Process):
-                if record.process in log.processes:
-                    raise RunLogError(f"{where}: process {record.process!r} declared twice")
-                log.processes[record.process] = record.subscription
-                if record.joined is not None:
-                    log.joined[record.process] = (record.joined.time, record.joined.peer)
-                if record.left is not None:
-                    log.left[record.process] = record.left
-            elif isinstance(record, _Publish | _Deliver | _Notify):
-                if last_time is not None and record.time <= last_time:
-                    raise RunLogError(f"{where}: time {record.time} does not increase (previous {last_time})")
-                last_time = record.time
-                if isinstance(record, _Publish):
-                    try:
-                        msgspec.convert(record.event, _EventFields)
-                    except msgspec.ValidationError as exc:
-                        key, _ = _field_of(exc)
-                        kind = _TYPE_NAMES.get(_EVENT_FIELDS.get(key or "", object), "?")
-                        raise RunLogError(f"{where}: event needs {key!r} ({kind})") from None
-                    log.published.append(Published(record.time, record.event))
-                elif record.process not in log.processes:
-                    what = "delivery by" if isinstance(record, _Deliver) else "notification of"
-                    raise RunLogError(f"{where}: {what} undeclared process {record.process!r}")
-                elif isinstance(record, _Notify):
-                    log.notified.append(Notified(record.time, record.process, record.event))
-                else:
-                    log.delivered.append(
-                        Delivered(record.time, record.process, record.conjunction, tuple(record.relation))
-                    )
-            elif isinstance(record, _Final):
-                log.final[record.process] = record.queues
-            else:  # a second header
-                raise RunLogError(f"{where}: unknown record kind {record.__struct_config__.tag!r}")
-        if log is None:
-            raise RunLogError(f"{name}: empty run log")
-        return log
+        """The run log of ``lines`` (blank ones skipped), checked as a whole against its schema
+        (:mod:`faidecs.runs.runlog_reader`); :class:`RunLogError` naming the file, the line and
+        what is wrong otherwise."""
+        from faidecs.runs.runlog_reader import read_runlog
 
+        read = read_runlog(lines, name)
+        return cls(**{f: getattr(read, f) for f in read.__dataclass_fields__})
 
-# --- reading: the records as msgspec structs -------------------------------------------------------
-
-
-class _Record(msgspec.Struct, tag_field="record"):
-    """One line of a run log; unknown fields are ignored (a later writer may add some)."""
-
-
-class _Header(_Record, tag="header"):
-    types: str
-    format: Any = None  # compared with FORMAT: any other value is the wrong format
-
-
-class _Joined(msgspec.Struct):
-    time: int
-    peer: str | None = None
-
-
-class _Process(_Record, tag="process"):
-    process: str
-    subscription: str
-    joined: _Joined | None = None
-    left: int | None = None
-
-
-class _Publish(_Record, tag="publish"):
-    time: int
-    event: dict[str, Any]  # kept as it is (the input JSON shape); _EventFields checks it
-
-
-class _EventFields(msgspec.Struct):
-    """What a published event must have, besides what its type declares."""
-
-    id: str
-    type: str
-    publisher: str
-    seq: int
-
-
-class _Deliver(_Record, tag="deliver"):
-    time: int
-    process: str
-    conjunction: int
-    relation: list[str]
-
-
-class _Notify(_Record, tag="notify"):
-    time: int
-    process: str
-    event: str
-
-
-class _Final(_Record, tag="final"):
-    process: str
-    queues: list[Any]
-
-
-_RECORD = msgspec.json.Decoder(_Header | _Process | _Publish | _Deliver | _Notify | _Final)
-_KINDS: dict[str, type[_Record]] = {
-    str(c.__struct_config__.tag): c for c in (_Header, _Process, _Publish, _Deliver, _Notify, _Final)
-}
-_STARTS = f"a run log starts with a header of format {FORMAT!r}"
-_TYPE_NAMES: dict[Any, str] = {str: "str", int: "int", list: "list", dict: "dict"}
-_EVENT_FIELDS = {f.name: f.type for f in msgspec.structs.fields(_EventFields)}
-#: What a field is, when the problem lies inside it.
-_INSIDE = {
-    "joined": '\'joined\' is {"time": int, "peer": process or null}',
-    "relation": "a relation is a list of event ids",
-}
-_AT_FIELD = re.compile(r"- at `\$\.(\w+)([^`]*)`$")
-_MISSING_FIELD = re.compile(r"missing required field `(\w+)`")
-
-
-def _field_of(exc: msgspec.ValidationError) -> tuple[str | None, bool]:
-    """The top-level field a msgspec error is about, and whether the problem lies inside it."""
-    text = str(exc)
-    at = _AT_FIELD.search(text)
-    if at is not None:
-        return at[1], bool(at[2]) or _MISSING_FIELD.search(text) is not None
-    missing = _MISSING_FIELD.search(text)
-    return (None if missing is None else missing[1]), False
-
-
-def _explain(exc: msgspec.ValidationError, text: str, *, first: bool) -> str:
-    """What is wrong with the record on line ``text``, which msgspec refused with ``exc``."""
-    record = msgspec.json.decode(text)  # valid JSON: the typed decoding got as far as the types
-    if not isinstance(record, dict) or not isinstance(record.get("record"), str):
-        return "a record is a JSON object with a 'record' field"
-    if first and (record["record"] != "header" or record.get("format") != FORMAT):
-        return _STARTS
-    kind = _KINDS.get(record["record"])
-    if kind is None:
-        return f"unknown record kind {record['record']!r}"
-    key, inside = _field_of(exc)
-    if key is None:
-        return str(exc)
-    if inside and key in _INSIDE:
-        return _INSIDE[key]
-    annotation = next((f.type for f in msgspec.structs.fields(kind) if f.name == key), object)
-    origin = get_origin(annotation) or annotation
-    if origin in (Union, UnionType):  # an optional field: what it is when present
-        origin = next(a for a in get_args(annotation) if a is not type(None))
-        origin = get_origin(origin) or origin
-    name = _TYPE_NAMES.get(origin, "dict" if isinstance(origin, type) and issubclass(origin, msgspec.Struct) else "?")
-    return f"field {key!r} must be {name}"
+    def incomplete(self) -> str | None:
+        """Why this log cannot be the whole run, or None. A run ends with a ``final`` record of
+        every process that did not leave (every writer writes them last: ``RunRecorder.finish``,
+        a process's own log when it stops), so a log cut at a line boundary lacks some; a log
+        that declares no process (a header alone) records no run to judge."""
+        if not self.processes:
+            return "it declares no process"
+        missing = [p for p in self.processes if p not in self.final and p not in self.left]
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if missing[1:] else ""
+            return f"no final record of process {missing[0]!r}{more}"
+        return None
 
 
 class RunRecorder:
@@ -418,3 +235,15 @@ def merge_runlogs(logs: Iterable[tuple[str, RunLog]]) -> RunLog:
         out.joined.update({p: (renumbered(t), peer) for p, (t, peer) in log.joined.items()})
         out.left.update({p: renumbered(t) for p, t in log.left.items()})
     return out
+
+
+__all__ = [
+    "FORMAT",
+    "Delivered",
+    "Notified",
+    "Published",
+    "RunLog",
+    "RunLogError",
+    "RunRecorder",
+    "merge_runlogs",
+]

@@ -22,7 +22,7 @@ from faidecs.matching.delivery import Delivery
 from faidecs.matching.guarantees import PROPERTIES
 from faidecs.properties import CHECKS, Property, Report, Violation, check
 from faidecs.runs.processes import run_processes
-from faidecs.runs.runlog import RunLog, RunLogError
+from faidecs.runs.runlog import Delivered, Published, RunLog, RunLogError
 
 TYPES = "type T1(a: int)\ntype T2(a: int)\ntype T3(a: int)\n"
 
@@ -158,13 +158,19 @@ def test_empty_run_holds_everything() -> None:
 
 
 def test_event_published_twice_is_rejected() -> None:
-    log = make_log({"p": sub("T1")}, pub(1, "x", "T1"), pub(2, "x", "T1"))
+    """Reading the log finds it, on the line of the second publication."""
+    with pytest.raises(RunLogError, match=r"^<run log>:4: event id 'x' published twice"):
+        make_log({"p": sub("T1")}, pub(1, "x", "T1"), pub(2, "x", "T1"))
+    # A log built in memory has no lines: the checker still refuses it.
+    log = RunLog(TYPES, {"p": sub("T1")}, [Published(1, pub(1, "x", "T1")["event"])] * 2)
     with pytest.raises(RunLogError, match="event id 'x' published twice"):
         check(log)
 
 
 def test_delivery_for_a_missing_conjunction_is_rejected() -> None:
-    log = make_log({"p": sub("T1")}, pub(1, "x", "T1"), dlv(2, "p", "x", conj=1))
+    with pytest.raises(RunLogError, match=r"^<run log>:4: field 'conjunction': process 'p' has no conjunction 1"):
+        make_log({"p": sub("T1")}, pub(1, "x", "T1"), dlv(2, "p", "x", conj=1))
+    log = RunLog(TYPES, {"p": sub("T1")}, [Published(1, pub(1, "x", "T1")["event"])], [Delivered(2, "p", 1, ("x",))])
     with pytest.raises(RunLogError, match="process p has no conjunction 1"):
         check(log)
 

@@ -68,13 +68,13 @@ def test_validity_needs_every_event_of_a_static_process_in_a_finished_run() -> N
     records = [pub(1, "x", "T1"), pub(2, "y", "T2"), ntf(3, "p", "x"), ntf(4, "p", "y"), ntf(5, "q", "x")]
     unfinished = make_log(P, *records)
     assert check(unfinished, [Property.NOTIFICATION_VALIDITY]).violated() == []  # the run may go on
-    finished = make_log(P, *records, final("p", {"T1": [], "T2": []}), final("q", {"T1": [], "T2": []}))
+    finished = make_log(P, *records, final("p", {"T1": []}, {"T2": []}), final("q", {"T1": []}, {"T2": []}))
     found = check(finished, [Property.NOTIFICATION_VALIDITY]).results[Property.NOTIFICATION_VALIDITY]
     assert len(found) == 1 and found[0].events == ("y",) and found[0].processes == ("q",)
 
 
 def test_joiners_and_leavers_are_not_owed_everything() -> None:
-    text = make_log(P, pub(1, "x", "T1"), ntf(2, "p", "x"), final("p", {"T1": [], "T2": []})).dumps()
+    text = make_log(P, pub(1, "x", "T1"), ntf(2, "p", "x"), final("p", {"T1": []}, {"T2": []})).dumps()
     lines = text.splitlines()
     lines[2] = lines[2].replace('"subscription"', '"joined": {"time": 1, "peer": null}, "subscription"')
     log = RunLog.read(lines)

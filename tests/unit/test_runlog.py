@@ -398,3 +398,168 @@ def test_verify_reports_a_bad_log_with_its_line(tmp_path: Path, capsys: pytest.C
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == f"faidecs: {path}:3: delivery by undeclared process 'q'\n"
+
+
+# --- hostile and broken logs: a positioned error, never a traceback (issue 20) -------------------
+
+FINAL = json.dumps({"record": "final", "process": "p", "queues": [{"T1": [], "T2": []}]})
+PARTITIONED_TYPES = "type A(k: int)\ntype B(k: int)\n"
+PARTITIONED_HEADER = json.dumps({"record": "header", "format": FORMAT, "types": PARTITIONED_TYPES})
+
+
+def partitioned_final(queues: Any, covering: str = "") -> list[str]:
+    """A log of one partitioned (or staged) process whose final record holds ``queues``."""
+    sub = f"subscription S (partition by k{covering}): A and B"
+    return [
+        PARTITIONED_HEADER,
+        json.dumps({"record": "process", "process": "S", "subscription": sub}),
+        json.dumps({"record": "final", "process": "S", "queues": queues}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        pytest.param([HEADER, "[" * 100_000], "<run log>:2: the record is nested too deeply", id="deep-nesting"),
+        pytest.param(
+            [HEADER, PROCESS, publish_line(1, attrs={"a": [[[[[[[[1]]]]]]]] * 50_000})],
+            "<run log>:3: field 'event': ",
+            id="deep-attribute",
+        ),
+        pytest.param(
+            [HEADER, PROCESS.replace("}", ', "left": ' + "9" * 5000 + "}")],
+            "<run log>:2: column 92: a number out of range (integers are 64-bit)",
+            id="5000-digit-left",
+        ),
+        pytest.param(
+            [HEADER, PROCESS, publish_line(1, attrs={"a": 1}).replace('"a": 1', '"a": ' + "7" * 5000)],
+            "<run log>:3: column ",
+            id="5000-digit-attribute",
+        ),
+        pytest.param(
+            [HEADER, PROCESS, publish_line(1).replace('"time": 1', '"time": ' + "9" * 5000)],
+            "<run log>:3: column 31: a number out of range",
+            id="5000-digit-time",
+        ),
+        pytest.param(
+            [HEADER, PROCESS, publish_line(1, attrs={"a": "x"})],
+            "<run log>:3: field 'event': event 'x', type T1, attribute 'a'",
+            id="event-does-not-fit-its-type",
+        ),
+        pytest.param(
+            [HEADER, PROCESS, publish_line(1, type="T9")], "<run log>:3: field 'event': ", id="event-of-unknown-type"
+        ),
+        pytest.param(
+            [HEADER, PROCESS, publish_line(1), publish_line(2)],
+            "<run log>:4: event id 'x' published twice",
+            id="event-published-twice",
+        ),
+        pytest.param(
+            [HEADER, PROCESS, publish_line(1), deliver_line(2, conjunction=1)],
+            "<run log>:4: field 'conjunction': process 'p' has no conjunction 1 (it has 1)",
+            id="conjunction-out-of-range",
+        ),
+        pytest.param(
+            [json.dumps({"record": "header", "format": FORMAT, "types": "type T1(a: nope)"})],
+            "<run log>:1: field 'types': <types>:1:",
+            id="types-do-not-compile",
+        ),
+        pytest.param(
+            [HEADER, json.dumps({"record": "process", "process": "p", "subscription": "subscription P: T9"})],
+            "<run log>:2: field 'subscription': <subscription>:1:",
+            id="subscription-does-not-compile",
+        ),
+        pytest.param(
+            [HEADER, json.dumps({"record": "process", "process": "p", "subscription": TYPES})],
+            "<run log>:2: field 'subscription': expected exactly one subscription",
+            id="no-subscription",
+        ),
+        pytest.param([HEADER, FINAL], "<run log>:2: final queues of undeclared process 'p'", id="final-undeclared"),
+        pytest.param(
+            [HEADER, PROCESS, FINAL.replace("[{", "[5, {")],
+            "<run log>:3: field 'queues': 2 conjunctions, but the subscription of 'p' has 1",
+            id="final-too-many-conjunctions",
+        ),
+        pytest.param(
+            [HEADER, PROCESS, FINAL.replace('"T2": []', '"T2": [1]')],
+            "<run log>:3: field 'queues[0].T2': a list of event ids",
+            id="final-queue-not-ids",
+        ),
+        pytest.param(
+            [HEADER, PROCESS, FINAL.replace('"T2"', '"T3"')],
+            "<run log>:3: field 'queues[0]': 'T3' is not a type of conjunction",
+            id="final-queue-of-another-type",
+        ),
+        pytest.param(
+            partitioned_final([{"partitions": 5}]),
+            "<run log>:3: field 'queues[0]': a partitioned conjunction's queues are",
+            id="final-partitions-not-a-dict",
+        ),
+        pytest.param(
+            partitioned_final([{"A": [], "B": []}]),
+            "<run log>:3: field 'queues[0]': a partitioned conjunction's queues are",
+            id="final-partitioned-without-partitions",
+        ),
+        pytest.param(
+            partitioned_final([{"partitions": {"1": {"A": "a1"}}}]),
+            "<run log>:3: field 'queues[0].partitions['1'].A': a list of event ids",
+            id="final-partition-queue-not-a-list",
+        ),
+        pytest.param(
+            partitioned_final([{"partitions": {"1": {"A": [], "B": [], "staged": [[5]]}}}], ", covering staged"),
+            "<run log>:3: field 'queues[0].partitions['1'].staged[0][0]': a list of event ids",
+            id="final-staged-relation-not-ids",
+        ),
+        pytest.param(
+            [HEADER, PROCESS, publish_line(1)[:-7]],
+            "<run log>:3: the run log is truncated: its last record is cut short",
+            id="cut-mid-record",
+        ),
+        pytest.param(
+            [HEADER, PROCESS, publish_line(1)[:-7], FINAL], "<run log>:3: invalid JSON: ", id="bad-record-not-last"
+        ),
+    ],
+)
+def test_reader_refuses_hostile_logs_with_a_position(lines: list[str], message: str) -> None:
+    with pytest.raises(RunLogError) as info:
+        RunLog.read(lines)
+    assert str(info.value).startswith(message), str(info.value)
+    assert len(str(info.value)) < 1000  # a huge bad value is not echoed whole
+
+
+def test_a_log_is_complete_when_every_process_wrote_its_final_record() -> None:
+    assert RunLog.read([HEADER]).incomplete() == "it declares no process"
+    assert RunLog.read([HEADER, PROCESS, publish_line(1)]).incomplete() == "no final record of process 'p'"
+    assert RunLog.read([HEADER, PROCESS, publish_line(1), FINAL]).incomplete() is None
+    left = PROCESS.replace("}", ', "left": 1}')
+    assert RunLog.read([HEADER, left, publish_line(1)]).incomplete() is None  # it left: no final owed
+
+
+def test_verify_does_not_say_holds_on_a_truncated_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A log cut at a line boundary, or a header alone: the properties that need the whole run are
+    not judged ("cannot judge"), the others are judged on what was recorded; exit status 1."""
+    whole = run_processes(
+        TYPES, {"p": "subscription P: T1 and T2"}, [{"id": "x", "type": "T1", "attrs": {"a": 1}}]
+    ).dumps()
+    for name, text in [("cut", "".join(whole.splitlines(keepends=True)[:-1])), ("header", HEADER + "\n")]:
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(text, encoding="utf-8")
+        assert main(["verify", str(path), "--json"]) == 1
+        captured = capsys.readouterr()
+        data = json.loads(captured.out)
+        undecided = [p for p, result in data.items() if result["holds"] is None]
+        assert undecided == [
+            "Conjunction Validity",
+            "Event Validity",
+            "Conjunction Agreement",
+            "Covering Agreement",
+            "Notification Validity",
+        ]
+        assert all("the run log is truncated" in data[p]["undecided"] for p in undecided)
+        assert f"{path}: the run log is truncated" in captured.err
+        assert main(["verify", str(path)]) == 1
+        assert "Conjunction Validity      cannot judge" in capsys.readouterr().out
+    path = tmp_path / "whole.jsonl"
+    path.write_text(whole, encoding="utf-8")
+    assert main(["verify", str(path)]) == 0
+    assert "cannot judge" not in capsys.readouterr().out
