@@ -39,11 +39,11 @@ def _first_violation(args: tuple[Combination, str, int]) -> tuple[str, str, str]
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("extra", "share"),
-    [("", 1), (", covering staged", 1), (", partition by k", 10)],
+    [("", 1), (", covering staged", 1), (", partition by k", 20)],
     ids=["plain", "staged", "partitioned"],
 )
 def test_every_option_keeps_what_the_table_says(extra: str, share: int) -> None:
-    # The partitioned runs are a shorter look (a tenth): the suite's time is counted.
+    # The partitioned runs are a shorter look (a twentieth): the suite's time is counted.
     jobs = [(c, extra, RUNS // share) for c in COMBINATIONS]
     with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         failures = [f for f in pool.map(_first_violation, jobs) if f is not None]
