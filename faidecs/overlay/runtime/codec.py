@@ -131,11 +131,11 @@ class OverlayCodec:
         if kind in _COORDINATION:
             return "coordination", f"from {sender}: {kind.__name__} comes only from the coordination service"
         authority = self.authority
-        field = _CLAIMS.get(kind)
-        claimed = getattr(msg, field) if field is not None else sender
+        claimed = claimed_sender(msg)
         # A replica answers a peer's Fetch with the publication itself, in its publisher's name
         # (the authority checks that it is a replica of the publication's root role).
-        if claimed != sender and not (kind is Publish and authority is not None and sender in authority.servers):
+        relayed = kind is Publish and authority is not None and sender in authority.servers
+        if claimed is not None and claimed != sender and not relayed:
             return "impersonation", f"{kind.__name__} from {sender} claims to come from {claimed}"
         return authority.refuse(sender, msg) if authority is not None else None
 

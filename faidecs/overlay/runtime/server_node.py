@@ -72,7 +72,9 @@ class ServerNode(Node):
         if self.udp_publishers:
             import zmq
 
-            self.udp_in = UdpReceiver(deployment, process, self.keys, self.transport.rejected)
+            self.udp_in = UdpReceiver(
+                deployment, process, self.keys, self.transport.rejected, self.transport.codec.decode
+            )
             self.poller = zmq.Poller()
             self.poller.register(self.transport.inbox, zmq.POLLIN)
             self.poller.register(self.udp_in.fileno(), zmq.POLLIN)

@@ -228,11 +228,20 @@ class UdpReceiver:
     """A server's side: its UDP socket, the keys of the UDP publishers, and the latch stage (one
     receiver per (root role, publisher)) in front of its root replicas."""
 
-    def __init__(self, deployment: Deployment, process: str, keys: Keys | None, rejected: Any) -> None:
+    def __init__(
+        self,
+        deployment: Deployment,
+        process: str,
+        keys: Keys | None,
+        rejected: Any,
+        decode: Callable[[bytes], Message] | None = None,
+    ) -> None:
+        """``decode``: the server's own decoder for the deployment (its transport's), so that the
+        types' checkers are built once per process; one of the deployment's is built otherwise."""
         self.d = deployment
         self.process = process
         self.rejected = rejected  # the transport's counters: UDP rejections show beside the others
-        self.decode = wire.Declared(deployment.types, deployment.roles).decode
+        self.decode = decode or wire.Declared(deployment.types, deployment.roles).decode
         self.publishers = deployment.udp_publishers()
         self.keys = {p: pair_key(deployment, keys, process, p, p, process) for p in self.publishers}
         latch = deployment.latch
