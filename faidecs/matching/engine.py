@@ -54,6 +54,7 @@ from faidecs.matching.tiered_state import TieredState
 
 if TYPE_CHECKING:
     from faidecs.matching.compiled_state import EventContext
+    from faidecs.matching.kernel_broker import KernelHandle
 
 
 @dataclass(slots=True)
@@ -63,6 +64,22 @@ class _SubscriptionState:
     order: tuple[int, ...]  # canonical evaluation order
     bounds: Bounds
     routes: list[Route]  # one per conjunction, in evaluation order
+    # The kernels of the conjunctions it makes states for later (the partitions of a partitioned
+    # one, on the first event of each value), requested now and held: each partition made once
+    # one is loaded starts on it, and ``wait_for_kernels`` waits for them.
+    kernels: list[_Prefetch]
+
+
+class _Prefetch:
+    """A kernel requested for states not made yet; waited for like a :class:`TieredState`."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: KernelHandle):
+        self.handle = handle
+
+    def poll(self) -> bool:
+        return self.handle.done.is_set()
 
 
 BoundsSpec = Bounds | Mapping[str, Bounds] | None
@@ -105,7 +122,7 @@ class Engine:
             raise ValueError(f"unknown kernels mode {mode!r}; available: {', '.join(KERNEL_MODES)}")
         self.matcher: Matcher = matcher
         self.kernels: KernelMode = mode
-        self._pending: list[TieredState] = []  # conjunctions waiting for their kernel
+        self._pending: list[TieredState | _Prefetch] = []  # conjunctions waiting for their kernel
         self._bounds = _check_bounds(bounds, {s.name for s in program.subscriptions})
         self._types: dict[str, EventType] = dict(program.types)
         self._validator = EventValidator(self._types)
@@ -160,6 +177,7 @@ class Engine:
     def _add(self, sub: Subscription) -> None:
         bounds = self._bounds.get(sub.name, self._bounds.get("", UNBOUNDED))
         states: list[AnyConjunctionState | PartitionedConjunctionState] = []
+        kernels: list[_Prefetch] = []
         for index, c in enumerate(sub.conjunctions):
 
             def make(part: Conjunction, index: int = index) -> PlainState:
@@ -171,6 +189,8 @@ class Engine:
 
             if sub.partition_by is not None:
                 states.append(PartitionedConjunctionState(c, sub.partition_by, self._types, whole))
+                staged = sub.covering is Covering.STAGED and len(c.components()) > 1
+                kernels += self._prefetch([c.project(p) for p in c.components()] if staged else [c])
             else:
                 states.append(whole())
         routes = []
@@ -183,7 +203,9 @@ class Engine:
             route.take_clock(0, self._seen)  # a new state's clock is 0
             routes.append(route)
         self._added += 1
-        added = self._subscriptions[sub.name] = _SubscriptionState(sub, states, sub.evaluation_order, bounds, routes)
+        added = self._subscriptions[sub.name] = _SubscriptionState(
+            sub, states, sub.evaluation_order, bounds, routes, kernels
+        )
         self._index(added)
 
     def _plain_state(self, c: Conjunction, sub: Subscription, bounds: Bounds, index: int) -> PlainState:
@@ -228,6 +250,24 @@ class Engine:
         tiered = TieredState(reference, broker().request(source), build, swapped)
         self._pending.append(tiered)
         return tiered
+
+    def _prefetch(self, conjunctions: list[Conjunction]) -> list[_Prefetch]:
+        """Request the kernels of states to be made later, in the background mode (in the eager
+        one, each state loads its kernel when it is made)."""
+        if self.matcher != "compiled" or self.kernels != "background":
+            return []
+        from faidecs.matching.kernel_broker import broker
+        from faidecs.matching.kernel_source import NotCompilable, generate
+
+        requested = []
+        for c in conjunctions:
+            try:
+                source = generate(c, self._types)
+            except NotCompilable:
+                continue
+            requested.append(_Prefetch(broker().request(source)))
+        self._pending += [p for p in requested if not p.poll()]
+        return requested
 
     def wait_for_kernels(self, timeout: float | None = None) -> bool:
         """Block until every conjunction that can run compiled has its kernel (or its kernel

@@ -157,7 +157,10 @@ def test_a_kernel_swapped_in_between_two_events_changes_nothing(
 ) -> None:
     """Conjunctions start on the reference matcher and take their kernels at a drawn step."""
     text, steps = draw_run(seed, subscriptions, events)
-    swap_at = data.draw(st.integers(0, len(steps)))
+    check_swap(text, steps, data.draw(st.integers(0, len(steps))))
+
+
+def check_swap(text: str, steps: list[tuple[str, Any]], swap_at: int) -> None:
     expected = run(Engine.from_source(text, matcher="reference"), steps)
     # The kernels arrive when the test says so, not when a worker has compiled them.
     with pytest.MonkeyPatch.context() as m:
@@ -172,6 +175,40 @@ def test_a_kernel_swapped_in_between_two_events_changes_nothing(
                 tiered.handle._finish(kernel_cache.load(tiered.handle.source))
         assert engine.wait_for_kernels(timeout=0)
         assert all(set(kind.split("+")) == {"compiled"} for kinds in engine.matchers().values() for kind in kinds)
+
+
+def test_a_swap_with_a_partitioned_conjunction_that_saw_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the test above (seed=1867, subscriptions=3, events=1, swap_at=0): S0 is
+    ``partition by k`` and one of its conjunctions (``A.k = 3``) never saw an event, so it had
+    no partition, hence no kernel request either: after ``wait_for_kernels`` it still said
+    "reference", as would the first partition made after it. Only when no other state in the
+    process held that kernel, hence rare there; here nothing does."""
+    monkeypatch.setattr(kernel_cache, "_kernels", weakref.WeakValueDictionary())
+    text, steps = draw_run(1867, 3, 1)
+    assert "partition by k" in text.splitlines()[3] and [what for what, _ in steps] == ["event"]
+    check_swap(text, steps, 0)
+
+
+def test_a_partition_made_after_wait_for_kernels_starts_on_its_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partitioned conjunction makes its states on the first event of each value; its kernel
+    is requested when it is subscribed, so ``wait_for_kernels`` covers partitions to come."""
+    monkeypatch.setattr(kernel_broker.KernelBroker, "request", lambda self, source: KernelHandle(source))
+    monkeypatch.setattr(kernel_cache, "_kernels", weakref.WeakValueDictionary())  # nothing in memory
+    text = TYPES + "subscription P (partition by k): A.k = 3 and B.k = A.k or C.k > 1\n"
+    engine = Engine.from_source(text, kernels="background")
+    assert engine.matchers() == {"P": ["reference", "reference"]}
+    assert not engine.wait_for_kernels(timeout=0)
+    for waiting in engine._pending:
+        assert waiting.handle is not None
+        waiting.handle._finish(kernel_cache.load(waiting.handle.source))
+    assert engine.wait_for_kernels(timeout=0)
+    assert engine.matchers() == {"P": ["compiled", "compiled"]}
+    engine.publish({"id": "a", "type": "A", "attrs": {"k": 3, "s": "S0", "x": 1.0, "b": True}})
+    got = engine.publish({"id": "c", "type": "C", "attrs": {"k": 2}})
+    got += engine.publish({"id": "b", "type": "B", "attrs": {"k": 3, "s": "S0", "y": 1.0}})
+    assert [(d.conjunction, list(d.ids)) for d in got] == [(1, ["c"]), (0, ["a", "b"])]
+    assert engine.matchers() == {"P": ["compiled", "compiled"]}
+    assert not engine._pending  # the partitions were made on their kernels: nothing to wait for
 
 
 def test_subscriptions_that_differ_in_constants_share_one_kernel() -> None:
