@@ -46,7 +46,7 @@ FILTER = Filter.of(PROGRAM.subscriptions[0].conjunctions[0])
 MESSAGES: dict[str, Message] = {
     "Publish": Publish("p1", 7, EVENT),
     "Forward": Forward(("A",), 12, 40, "event", EVENT, "c"),
-    "Decide": Decide(("A", "B"), 3, Decision(9, 3, 12, "mark", "", -1, "k", "s1", FILTER), 8),
+    "Decide": Decide(("A", "B"), 3, (Decision(9, 3, 12, "mark", "", -1, "k", "s1", FILTER),), 8),
 }
 
 

@@ -33,6 +33,11 @@ from msgspec import inspect as mi
 from faidecs.errors import FaidecsError
 from faidecs.fieldpath import BadField, show
 
+#: The largest message a process reads: ZeroMQ refuses a larger one before it is read (a join's
+#: snapshots are the largest). Here, not in the transport, so that what has to fit into it (a
+#: deployment's batches) is checked without pyzmq.
+MAX_MESSAGE = 256 << 20
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -373,4 +378,4 @@ class FrameCodec(Generic[E]):
         return self.error(f"expected {self.shape}, got {what(items)} {show(items)}")
 
 
-__all__ = ["INT64_MAX", "INT64_MIN", "Frame", "FrameCodec", "explain", "what"]
+__all__ = ["MAX_MESSAGE", "INT64_MAX", "INT64_MIN", "Frame", "FrameCodec", "explain", "what"]

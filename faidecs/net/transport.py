@@ -29,10 +29,9 @@ from zmq.auth.thread import ThreadAuthenticator
 
 from faidecs.errors import FaidecsError
 from faidecs.net.certificates import Keys
+from faidecs.net.codec import MAX_MESSAGE
 
 LOG = logging.getLogger("faidecs.net.transport")
-#: Larger messages are refused by ZeroMQ before they are read (a join's snapshots are the largest).
-MAX_MESSAGE = 256 << 20
 #: Seconds between two log lines for rejections of one kind from one sender (all are counted).
 LOG_INTERVAL = 10.0
 #: Messages read per poll before the caller gets to run its timers.

@@ -322,7 +322,7 @@ def test_09_replays(attack: Attack) -> None:
     replicas = attack.placement(ROOT_A)
     _, epoch = _leader(s, ROOT_A)
     first_a = next(k for k, e in enumerate(attack.events) if e["type"] == "A")
-    decide = Decide(ROOT_A, epoch, Decision(0, epoch, 1, "event", "p1", first_a), 0)
+    decide = Decide(ROOT_A, epoch, (Decision(0, epoch, 1, "event", "p1", first_a),), 0)
     before = _rejected(s, replicas, "unauthorised")
     attack.insider("p1").send_to(replicas, decide)
     _moved(run, lambda s: _rejected(s, replicas, "unauthorised"), before, "[A]'s unauthorised for a Decide from p1")

@@ -131,7 +131,7 @@ def test_a_frame_of_millions_of_items_is_refused_from_its_header(monkeypatch: py
         raise AssertionError("the frame was decoded again to explain the error")
 
     monkeypatch.setattr(codec_module.FrameCodec, "_untyped", no_second_decoding)
-    frame = msgpack.packb([1, wire.CODES[Disconnect], *([[]] * 1_000_000)])
+    frame = msgpack.packb([wire.VERSION, wire.CODES[Disconnect], *([[]] * 1_000_000)])
     with pytest.raises(wire.WireError) as info:
         wire.decode(frame)
     assert str(info.value) == "Disconnect: 999997 extra field(s) after its 3 (role, consumer, process)"
@@ -149,7 +149,7 @@ def test_a_deeply_nested_message_is_a_wire_error_not_a_crash() -> None:
     with pytest.raises(wire.WireError):
         wire.decode(msgpack.packb([1, nested]))
     with pytest.raises(wire.WireError):
-        wire.decode(msgpack.packb([1, wire.CODES[Disconnect], nested, "c", "p"]))
+        wire.decode(msgpack.packb([wire.VERSION, wire.CODES[Disconnect], nested, "c", "p"]))
 
 
 def test_a_huge_message_of_another_shape_is_not_decoded_again_to_say_so() -> None:

@@ -28,7 +28,7 @@ def test_consistent_messages_pass() -> None:
     assert inconsistency(Publish("p", 0, event), TYPES) is None
     assert inconsistency(Register(("A",), "merger:x", "m1", f), TYPES) is None
     assert inconsistency(Forward(("A",), 0, 0, "event", event), TYPES) is None
-    assert inconsistency(Decide(("A",), 1, Decision(0, 1, 0, "mark", filter=f), 0), TYPES) is None
+    assert inconsistency(Decide(("A",), 1, (Decision(0, 1, 0, "mark", filter=f),), 0), TYPES) is None
 
 
 def test_an_event_type_declared_otherwise_is_caught() -> None:
@@ -44,7 +44,7 @@ def test_a_filter_reading_another_position_or_kind_is_caught() -> None:
     pred, slot = next(iter(_filter(HERE).alternatives["A"]))[0]
     wrong_kind = replace(pred, left=replace(pred.left, kind=Kind.FLOAT))  # type: ignore[type-var]
     f = Filter({"A": frozenset({((wrong_kind, slot),)})})
-    problem = inconsistency(Decide(("A",), 1, Decision(0, 1, 0, "mark", filter=f), 0), TYPES)
+    problem = inconsistency(Decide(("A",), 1, (Decision(0, 1, 0, "mark", filter=f),), 0), TYPES)
     assert problem is not None and "not float" in problem
 
 

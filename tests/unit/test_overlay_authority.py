@@ -140,7 +140,7 @@ def test_consumers_only_under_their_own_keys(d: Deployment) -> None:
 def test_replication_only_between_replicas_of_the_role(d: Deployment) -> None:
     first, peer = d.placement(A)
     stranger = next(s for s in d.servers if s not in d.placement(A))
-    decide = Decide(A, 1, Decision(0, 1, 0, "heartbeat"), -1)
+    decide = Decide(A, 1, (Decision(0, 1, 0, "heartbeat"),), -1)
     assert refusal(d, first, peer, decide) is None
     assert refusal(d, first, peer, Fetch(A, peer, 0)) is None
     for sender in (stranger, "p1", "s1"):
@@ -161,7 +161,7 @@ def test_a_kind_the_sender_may_not_send_is_not_decoded(d: Deployment) -> None:
     """The screen reads the kind off the head: a publisher's Decide is refused unread."""
     root_a = d.placement(A)[0]
     codec = OverlayCodec(authority(d, root_a), wire.Declared(d.types, d.roles))
-    data = wire.encode(Decide(A, 1, Decision(0, 1, 0, "heartbeat"), -1))
+    data = wire.encode(Decide(A, 1, (Decision(0, 1, 0, "heartbeat"),), -1))
     assert codec.screen("p1", data) == ("unauthorised", f"p1 may not send Decide to {root_a}")
     assert codec.screen(d.placement(A)[1], data) is None
     publish = wire.encode(Publish("p1", 0, event(d)))
@@ -210,10 +210,10 @@ def test_no_peer_makes_the_declared_decoder_build_or_keep_anything(monkeypatch: 
 
 def test_containers_are_capped_before_they_are_decoded() -> None:
     """A role of 100,000 types is refused from its array header, in microseconds."""
-    frame = msgspec.msgpack.encode([1, wire.CODES[Holds], ["A"] * 100_000, 1, "m1", 0])
+    frame = msgspec.msgpack.encode([wire.VERSION, wire.CODES[Holds], ["A"] * 100_000, 1, "m1", 0])
     with pytest.raises(WireError, match=r"^Holds.role: expected an array of at most 4096 items, got 100000$"):
         wire.decode(frame)
-    name = msgspec.msgpack.encode([1, wire.CODES[Holds], ["A" * 2000], 1, "m1", 0])
+    name = msgspec.msgpack.encode([wire.VERSION, wire.CODES[Holds], ["A" * 2000], 1, "m1", 0])
     with pytest.raises(WireError, match=r"^Holds.role\[0\]: expected 0 to 1024 characters, got 2000$"):
         wire.decode(name)
 

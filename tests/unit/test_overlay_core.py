@@ -575,7 +575,7 @@ def test_decide_of_an_older_epoch_is_rejected() -> None:
     publish(pump, ("A",), "pub", 0, ev("a1", "A", 3))
     follower = rep(pump, f2)
     assert follower.handle(f1, LeaderChange(("A",), f1, 2), 0) == []
-    stale = Decide(("A",), 1, Decision(1, 1, 0, "event", "pub", 1), 0)
+    stale = Decide(("A",), 1, (Decision(1, 1, 0, "event", "pub", 1),), 0)
     assert follower.handle(leader, stale, 0) == []
     assert follower.log.stale_rejected == 1
     assert len(follower.log.decisions) == 1

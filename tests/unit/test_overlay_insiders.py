@@ -75,7 +75,7 @@ def test_decisions_and_commits_only_from_the_leader() -> None:
     pump, (leader, f1, f2) = root_group()
     follower = rep(pump, f2)
     forged = Decision(0, 1, 0, "event", "pub", 7)
-    assert follower.handle(f1, Decide(A, 1, forged, 0), 0) == []
+    assert follower.handle(f1, Decide(A, 1, (forged,), 0), 0) == []
     assert follower.handle(f1, Commit(A, 1, 0), 0) == []
     assert follower.handle(f1, NewLog(A, 1, (forged,), 0), 0) == []
     assert follower.log.decisions == [] and follower.log.commit == -1
@@ -89,7 +89,7 @@ def test_early_decisions_are_taken_in_order_once_confirmed() -> None:
     follower = rep(pump, f2)
     d0 = Decision(0, 2, 5, "event", "pub", 0)
     assert follower.handle(f1, NewLog(A, 2, (), -1), 0) == []
-    assert follower.handle(f1, Decide(A, 2, d0, -1), 0) == []
+    assert follower.handle(f1, Decide(A, 2, (d0,), -1), 0) == []
     assert follower.log.decisions == []
     out = follower.handle("zk", LeaderChange(A, f1, 2), 0)
     assert follower.log.decisions == [d0] and follower.log.status == "normal"

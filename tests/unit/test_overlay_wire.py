@@ -36,10 +36,12 @@ from faidecs.overlay.core.messages import (
     Decision,
     Disconnect,
     Down,
+    Entry,
     EpochQuery,
     EpochState,
     Fetch,
     Forward,
+    ForwardBatch,
     Holds,
     JoinRequest,
     JoinState,
@@ -112,8 +114,10 @@ EXAMPLES: list[Message] = [
     MarkerReply(R1, "c", 12, 40, True),
     Fetch(R1, "m2", 0),
     Fetch(R2, "m3", INT64_MAX),
-    Decide(R1, 0, DECISION, -1),
-    Decide(R2, 4, Decision(9, 4, 12, "mark", "", -1, "k", "s1", FILTER), 8),
+    ForwardBatch(R1, "c", (Entry(4, 11, "event", event()), Entry(5, 11, "heartbeat"))),
+    ForwardBatch(R2, "c", (Entry(6, 12, "event", event(y=5e-324)), Entry(7, 12, "mark", None, "r", FILTER))),
+    Decide(R1, 0, (DECISION,), -1),
+    Decide(R2, 4, (Decision(8, 4, 12, "event", "p", 3), Decision(9, 4, 12, "mark", "", -1, "k", "s1", FILTER)), 8),
     Holds(R1, 2, "m2", 0),
     Commit(R1, 2, 5),
     EpochQuery(R1, 3, "m1"),
@@ -251,15 +255,17 @@ json_data = st.recursive(
 snapshots = st.dictionaries(texts, json_data, max_size=3)
 opt_filters = st.none() | filters()
 decisions = st.builds(Decision, nats, nats, nats, entry_kinds, texts, from_m1, texts, texts, opt_filters)
+entries = st.builds(Entry, nats, nats, entry_kinds, st.none() | events(), texts, opt_filters)
 
 messages: st.SearchStrategy[Message] = st.one_of(
     st.builds(Publish, texts, nats, events()),
     st.builds(Connect, roles, texts, texts, from_m1),
     st.builds(Disconnect, roles, texts, texts),
     st.builds(Forward, roles, nats, nats, entry_kinds, st.none() | events(), texts, texts, opt_filters),
+    st.builds(ForwardBatch, roles, texts, st.lists(entries, min_size=1, max_size=3).map(tuple)),
     st.builds(Ack, roles, texts, texts, from_m1),
     st.builds(Register, roles, texts, texts, filters()),
-    st.builds(Decide, roles, nats, decisions, from_m1),
+    st.builds(Decide, roles, nats, st.lists(decisions, min_size=1, max_size=3).map(tuple), from_m1),
     st.builds(Holds, roles, nats, texts, nats),
     st.builds(Commit, roles, nats, from_m1),
     st.builds(EpochQuery, roles, nats, texts),
@@ -393,7 +399,7 @@ def test_not_a_message() -> None:
     rejects(b"\x91" * 100_000 + b"\xc0", "not a msgpack message")  # nested beyond msgpack's stack
 
 
-@pytest.mark.parametrize("version", [0, 2, -1, True, 1.0, "1", None])
+@pytest.mark.parametrize("version", [0, 1, 3, -1, True, 2.0, "2", None])
 def test_wrong_version(version: Any) -> None:
     rejects([version, *wire(Down("m1"))[1:]], "unknown format version")
 
@@ -408,9 +414,9 @@ def test_missing_and_extra_fields() -> None:
     assert rejects(items[:-1], "Connect: missing field(s) after") == "Connect: missing field(s) after"
     rejects(items[:3], "Connect: missing field(s) consumer, process, after")
     assert rejects([*items, 0]) == "Connect: 1 extra field(s) after its 4 (role, consumer, process, after)"
-    decision = wire(Decide(R1, 0, DECISION, -1))
-    decision[4] = decision[4][:-1]
-    rejects(decision, "Decide.decision: missing field(s) filter")
+    decision = wire(Decide(R1, 0, (DECISION,), -1))
+    decision[4][0] = decision[4][0][:-1]
+    rejects(decision, "Decide.decisions[0]: missing field(s) filter")
     event_items = wire(EXAMPLES[0])
     event_items[4] = [*event_items[4], None]
     rejects(event_items, "Publish.event: 1 extra field(s) after its 6 (id, type, attributes, values, publisher, seq)")
@@ -435,9 +441,9 @@ def test_bool_is_not_an_int() -> None:
     items = wire(Ack(R1, "c", "s1", 1))
     items[5] = True
     assert rejects(items) == "Ack.position: expected an integer, got a boolean"
-    items = wire(Decide(R1, 0, DECISION, -1))
-    items[4][0] = False
-    assert rejects(items) == "Decide.decision.position: expected an integer, got a boolean"
+    items = wire(Decide(R1, 0, (DECISION,), -1))
+    items[4][0][0] = False
+    assert rejects(items) == "Decide.decisions[0].position: expected an integer, got a boolean"
     items = wire(JoinState("s1", {}, {R1: 1}, marker=2))
     items[4][0][1] = True
     rejects(items, "JoinState.positions[0][1]: expected an integer, got a boolean")
@@ -465,9 +471,9 @@ def test_int_out_of_range(msg: Message, index: int, value: int, where: str) -> N
 
 def test_int_boundaries_accepted() -> None:
     assert decode(encode(Commit(R1, INT64_MAX, -1))) == Commit(R1, INT64_MAX, -1)
-    items = wire(Decide(R1, 0, DECISION, -1))
-    items[4][5] = -2  # Decision.key: -1 is "none"
-    rejects(items, "Decide.decision.key: integer -2 outside [-1, ")
+    items = wire(Decide(R1, 0, (DECISION,), -1))
+    items[4][0][5] = -2  # Decision.key: -1 is "none"
+    rejects(items, "Decide.decisions[0].key: integer -2 outside [-1, ")
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
@@ -892,4 +898,4 @@ def test_head_in_any_msgpack_form() -> None:
     assert data[:3] == bytes([0x93, VERSION, CODES[Down]])
     wide = b"\xdc\x00\x03\xcc" + bytes([VERSION]) + b"\xd0" + bytes([CODES[Down]]) + data[3:]
     assert decode(wide) == Down("m1")
-    assert rejects(b"\x93\xcc\x02" + data[2:]) == f"unknown format version 2 (this side reads version {VERSION})"
+    assert rejects(b"\x93\xcc\x03" + data[2:]) == f"unknown format version 3 (this side reads version {VERSION})"

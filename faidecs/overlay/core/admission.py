@@ -14,7 +14,17 @@ from collections.abc import Iterable, Mapping
 from faidecs.grammar.model import ArithOp, AttrOf, EventType, Negate, Value
 from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter
-from faidecs.overlay.core.messages import Decide, Decision, EpochState, Forward, Message, NewLog, Publish, Register
+from faidecs.overlay.core.messages import (
+    Decide,
+    Decision,
+    EpochState,
+    Forward,
+    ForwardBatch,
+    Message,
+    NewLog,
+    Publish,
+    Register,
+)
 
 
 def inconsistency(msg: Message, types: Mapping[str, EventType]) -> str | None:
@@ -24,12 +34,17 @@ def inconsistency(msg: Message, types: Mapping[str, EventType]) -> str | None:
         unknown = [t for t in role if t not in types]
         if unknown:
             return f"role names an undeclared type {unknown[0]}"
-    event = msg.event if isinstance(msg, (Publish, Forward)) else None
-    if event is not None:
-        problem = _event(event, types)
+    events: list[Event | None] = []
+    filters: list[Filter | None] = []
+    if isinstance(msg, (Publish, Forward)):
+        events.append(msg.event)
+    if isinstance(msg, ForwardBatch):
+        events += [e.event for e in msg.entries]
+        filters += [e.filter for e in msg.entries]
+    for event in events:
+        problem = _event(event, types) if event is not None else None
         if problem:
             return problem
-    filters: list[Filter | None] = []
     if isinstance(msg, (Register, Forward)):
         filters.append(msg.filter)
     filters += [d.filter for d in _decisions(msg)]
@@ -41,9 +56,7 @@ def inconsistency(msg: Message, types: Mapping[str, EventType]) -> str | None:
 
 
 def _decisions(msg: Message) -> Iterable[Decision]:
-    if isinstance(msg, Decide):
-        return (msg.decision,)
-    if isinstance(msg, (NewLog, EpochState)):
+    if isinstance(msg, (Decide, NewLog, EpochState)):
         return msg.decisions
     return ()
 

@@ -15,7 +15,7 @@ message                                    sender, when the receiver is ...
                                            (its stream's key), or a replica of a child role (the
                                            child's merger key); ``Register`` asks in its own name
 ``MarkerRequest``                          a subscriber reading that role, under its stream's key
-``Forward`` ``MarkerReply``                a replica of a role the receiver reads
+``Forward`` ``ForwardBatch`` ``MarkerReply`` a replica of a role the receiver reads
 ``Decide`` ``Holds`` ``Commit``            another replica of a role the receiver hosts
 ``EpochQuery`` ``EpochState`` ``NewLog``
 ``Fetch``
@@ -53,6 +53,7 @@ from faidecs.overlay.core.messages import (
     EpochState,
     Fetch,
     Forward,
+    ForwardBatch,
     Holds,
     JoinRequest,
     JoinState,
@@ -71,7 +72,7 @@ Refusal = tuple[str, str]
 
 _CONSUMER = (Connect, Disconnect, Register, Ack, MarkerRequest)
 _REPLICATION = (Decide, Holds, Commit, EpochQuery, EpochState, NewLog, Fetch)
-_STREAM = (Forward, MarkerReply)
+_STREAM = (Forward, ForwardBatch, MarkerReply)
 _COORDINATION = (LeaderChange, Down, Up)
 
 

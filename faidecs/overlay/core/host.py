@@ -1,7 +1,7 @@
 """A server process's merger replicas, and which of them a message is for.
 
 The simulator and the real runtime (:mod:`faidecs.overlay.runtime.node`) route messages the same way: a
-stream of a parent merger (``Forward``) goes to the child replica whose consumer key it names;
+stream of a parent merger (``Forward``, ``ForwardBatch``) goes to the child replica whose consumer key it names;
 session news (``Down``/``Up``) goes to every replica; anything else to the replica of the role it
 names (a publication: the root role of its event's type).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from faidecs.merging.roles import Role, role_name, role_of
-from faidecs.overlay.core.messages import Down, Forward, Message, Publish, Send, Up
+from faidecs.overlay.core.messages import Down, Forward, ForwardBatch, Message, Publish, Send, Up
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
 
 
@@ -37,7 +37,7 @@ class ServerHost:
             for replica in self.replicas.values():
                 out += replica.handle(src, msg, now)
             return out
-        if isinstance(msg, Forward):
+        if isinstance(msg, (Forward, ForwardBatch)):
             child = self.by_key.get(msg.consumer)
             if child is None:
                 raise ProtocolError(
@@ -49,6 +49,13 @@ class ServerHost:
         if target is None:
             raise ProtocolError(f"{self.process} got {type(msg).__name__} for a role it does not host")
         return target.handle(src, msg, now)
+
+    def flush(self, now: int) -> list[Send]:
+        """Every replica's batch (:meth:`MergerReplica.flush`)."""
+        out: list[Send] = []
+        for replica in self.replicas.values():
+            out += replica.flush(now)
+        return out
 
     def tick(self, now: int) -> list[Send]:
         out: list[Send] = []

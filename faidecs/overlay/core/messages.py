@@ -97,6 +97,44 @@ class Forward:
 
 
 @dataclass(frozen=True, slots=True)
+class Entry:
+    """One position of a :class:`ForwardBatch`: a :class:`Forward` without the role and consumer
+    its batch names once for all of its entries."""
+
+    position: int
+    ts: int
+    kind: EntryKind
+    event: Event | None = None
+    request: str = ""
+    filter: Filter | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardBatch:
+    """Consecutive :class:`Forward` s of ``role``'s stream to consumer ``consumer``, in position
+    order: what a replica sends a link at once (one message, not one per position). The receiver
+    handles each of :meth:`forwards` as it would the Forward itself."""
+
+    role: Role
+    consumer: str
+    entries: tuple[Entry, ...]
+
+    def forwards(self) -> list[Forward]:
+        role, consumer = self.role, self.consumer
+        return [Forward(role, e.position, e.ts, e.kind, e.event, consumer, e.request, e.filter) for e in self.entries]
+
+    @staticmethod
+    def of(forwards: list[Forward]) -> Forward | ForwardBatch:
+        """One message for ``forwards`` (of one role and consumer, at least one): the Forward
+        itself when it is alone."""
+        if len(forwards) == 1:
+            return forwards[0]
+        first = forwards[0]
+        entries = tuple(Entry(f.position, f.ts, f.kind, f.event, f.request, f.filter) for f in forwards)
+        return ForwardBatch(first.role, first.consumer, entries)
+
+
+@dataclass(frozen=True, slots=True)
 class MarkerRequest:
     """A LoCaPS-style join: subscriber ``process`` (consumer ``consumer``) asks one replica for
     the committed stream, restricted to ``filter``. With ``after`` None the replica places a
@@ -152,9 +190,12 @@ class Register:
 
 @dataclass(frozen=True, slots=True)
 class Decide:
+    """The leader's decisions ``decisions`` (consecutive positions, at least one) of ``epoch``:
+    a batch, replicated and acknowledged as one entry; ``commit``: the leader's commit index."""
+
     role: Role
     epoch: int
-    decision: Decision
+    decisions: tuple[Decision, ...]
     commit: int
 
 
@@ -250,6 +291,7 @@ Message = (
     | Connect
     | Disconnect
     | Forward
+    | ForwardBatch
     | Ack
     | Register
     | Decide
@@ -279,11 +321,13 @@ __all__ = [
     "Decision",
     "Disconnect",
     "Down",
+    "Entry",
     "EntryKind",
     "EpochQuery",
     "EpochState",
     "Fetch",
     "Forward",
+    "ForwardBatch",
     "Holds",
     "JoinRequest",
     "JoinState",

@@ -11,9 +11,17 @@ Protocol (docs/overlay.md has the pictures):
   conjunction merger (each replica reads one replica of each parent, and fails over to another).
 - The leader, named with its epoch by the coordination service, decides the merge order: it
   appends each input, in the order it receives them, as a :class:`Decision` and sends only the
-  decision, stamped (role, epoch, position), to its peers. A decision is committed once a majority
+  decisions, stamped (role, epoch, position), to its peers. A decision is committed once a majority
   of the replicas hold it. Only committed positions go downstream, so no consumer ever sees an
   order that a later leader could change.
+- Decisions travel in batches (as Raft and Multi-Paxos implementations batch): :meth:`handle`
+  and :meth:`tick` change the state; :meth:`flush` decides what arrived since the last flush,
+  sends the new decisions to each peer as one :class:`Decide`, and each consumer what was
+  committed since as one :class:`ForwardBatch`. A follower answers a batch with one
+  :class:`Holds`. The leader does not wait for a batch's majority before it flushes the next
+  (pipelining). With ``batching`` off, every :meth:`handle` and :meth:`tick` flushes at its end;
+  with it on, the driver flushes after each pass over the messages it read (the runtime) or
+  at most every ``batch_ms`` (the simulator), so that a batch holds what arrived meanwhile.
 - A new leader queries its peers; with a majority of answers it adopts the log of the answer with
   the highest log epoch, then the longest (the rule of Viewstamped Replication), which contains
   every committed decision, and sends it to its peers. Decisions of an older epoch are rejected.
@@ -51,6 +59,7 @@ from faidecs.overlay.core.messages import (
     EpochState,
     Fetch,
     Forward,
+    ForwardBatch,
     Holds,
     LeaderChange,
     MarkerReply,
@@ -104,6 +113,8 @@ class MergerReplica:
         amnesic: bool = False,
         lossy_inputs: bool = False,
         fifo_inputs: bool = False,
+        batching: bool = False,
+        max_batch: int = 128,
     ):
         """``amnesic``: this replica ran before and lost its log (a restarted process). Until a
         leader gives it the role's log it has no say in a recovery: its empty log would let a new
@@ -116,7 +127,12 @@ class MergerReplica:
         ``fifo_inputs``: the leader never decides a publisher's event below one of that
         publisher's it already decided (a late input, counted in ``inputs.late_inputs`` and never
         ordered), so the decided events of each publisher stay in seq order across leader changes
-        too. Both are off on the overlay's own reliable FIFO links, where they change nothing."""
+        too. Both are off on the overlay's own reliable FIFO links, where they change nothing.
+
+        ``batching``: the driver calls :meth:`flush` (otherwise every :meth:`handle` and
+        :meth:`tick` does). ``max_batch``: the most decisions one :class:`Decide` carries and the
+        most positions one :class:`ForwardBatch` does; a decision or position with a filter (a
+        mark) ends its batch, so that a message holds at most one filter."""
         self.role = role
         self.me = me
         self.placement = placement
@@ -133,6 +149,10 @@ class MergerReplica:
         self.amnesic = amnesic
         self.lossy_inputs = lossy_inputs
         self.fifo_inputs = fifo_inputs
+        self.batching = batching
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be at least 1, not {max_batch}")
+        self.max_batch = max_batch
         self.down: set[str] = set()  # processes the coordination service reports down
         self.log = ReplicatedLog()
         self.inputs = Inputs(fetched_at=-retry_every)
@@ -148,18 +168,33 @@ class MergerReplica:
         return out
 
     def handle(self, sender: str, msg: Message, now: int) -> list[Send]:
+        out = self._handle(sender, msg, now)
+        return out if self.batching else out + self.flush(now)
+
+    def flush(self, now: int) -> list[Send]:
+        """Close the batch: decide what arrived since the last flush (leading), send the
+        decisions not sent yet to the peers, and the consumers what was committed since."""
+        out: list[Send] = []
+        if self.is_leading():
+            out += self._decide_arrivals(now)
+            out += self._announce()
+        return out + self._forward(now)
+
+    def _handle(self, sender: str, msg: Message, now: int) -> list[Send]:
         match msg:
             case Publish():
                 return self._item(msg.publisher, msg.seq, msg.event, now)
             case Forward():
                 return self._upstream(sender, msg, now)
+            case ForwardBatch():
+                return [m for f in msg.forwards() for m in self._upstream(sender, f, now)]
             case Decide():
                 return self._on_decide(sender, msg, now) if self._from_leader(sender, msg) else []
             case Holds():
                 return self._on_holds(msg, now)
             case Commit():
                 if self._from_leader(sender, msg) and self.log.status == "normal":
-                    return self._set_commit(min(msg.commit, len(self.log.decisions) - 1), now)
+                    self._set_commit(min(msg.commit, len(self.log.decisions) - 1), now)
                 return []
             case LeaderChange():
                 return self._on_leader_change(msg, now)
@@ -213,7 +248,7 @@ class MergerReplica:
             out += self._drive_pending(now)
         if self.lossy_inputs and now - self.inputs.fetched_at >= self.retry_every:
             out += self._fetch_missing(now)
-        return out
+        return out if self.batching else out + self.flush(now)
 
     def is_leading(self) -> bool:
         return self.log.leader == self.me and self.log.status == "normal"
@@ -251,16 +286,16 @@ class MergerReplica:
                 inputs.last_conflict = k
             return []
         inputs.items[k] = payload
-        inputs.arrivals.append(k)
-        out = self._decide_arrivals(now) if self.is_leading() else []
+        inputs.arrivals.append(k)  # the leader decides it at the next flush
+        out: list[Send] = []
         if self.lossy_inputs and k in inputs.decided:  # a payload this replica lacked: it now holds more
             log = self.log
             if self.is_leading():
                 log.holds[self.me] = self.held()
-                out += self._advance_commit(now)
+                self._advance_commit(now)
             elif log.status == "normal" and log.leader is not None:
                 out.append((log.leader, Holds(self.role, log.epoch, self.me, self.held())))
-        return out + self._forward(now)
+        return out
 
     def _read_from(self, side: str, now: int) -> list[Send]:
         """(Re)connect to a live replica of the parent on ``side``, from what we have."""
@@ -292,8 +327,35 @@ class MergerReplica:
         self._append(d)
         log.last_decided_at = now
         log.holds[self.me] = self.held()
-        out: list[Send] = [(p, Decide(self.role, log.epoch, d, log.commit)) for p in self.replicas if p != self.me]
-        return out + self._advance_commit(now)
+        self._advance_commit(now)  # a majority of one: committed at once
+        return []  # the peers get it at the next flush (_announce)
+
+    def _announce(self) -> list[Send]:
+        """The decisions not sent to the peers yet, in batches of at most ``max_batch``."""
+        log = self.log
+        if log.announced >= len(log.decisions):
+            return []
+        out: list[Send] = []
+        peers = [p for p in self.replicas if p != self.me]
+        for batch in self._batches(log.decisions, log.announced, len(log.decisions)):
+            msg = Decide(self.role, log.epoch, batch, log.commit)
+            out += [(p, msg) for p in peers]
+        log.announced = len(log.decisions)
+        return out
+
+    def _batches(self, decisions: list[Decision], start: int, end: int) -> list[tuple[Decision, ...]]:
+        """``decisions[start:end]`` cut into batches of at most ``max_batch``, each ending at the
+        first decision with a filter it holds (a message carries at most one filter)."""
+        out: list[tuple[Decision, ...]] = []
+        while start < end:
+            stop = min(end, start + self.max_batch)
+            for p in range(start, stop):
+                if decisions[p].filter is not None:
+                    stop = p + 1
+                    break
+            out.append(tuple(decisions[start:stop]))
+            start = stop
+        return out
 
     def _decide_arrivals(self, now: int) -> list[Send]:
         out: list[Send] = []
@@ -448,7 +510,7 @@ class MergerReplica:
             out.append((msg.process, MarkerReply(self.role, msg.consumer, found, self._ts_at(found), True)))
         consumers.links[k] = Link(msg.consumer, msg.process, after, filter=msg.filter, marker=marker)
         consumers.acks[k] = max(consumers.acks.get(k, -1), after)
-        return out + self._forward(now)
+        return out  # the stream follows at the next flush
 
     def _ts_at(self, position: int) -> int:
         return self.log.decisions[position].ts if position >= 0 else 0
@@ -504,16 +566,18 @@ class MergerReplica:
         log = self.log
         if log.status != "normal":
             return []  # cannot happen on FIFO links: a new leader's log precedes its decisions
-        d = msg.decision
-        if d.position < len(log.decisions):
-            return []
-        if d.position > len(log.decisions):
+        batch = msg.decisions
+        if not batch or batch[-1].position < len(log.decisions):
+            return []  # nothing this replica lacks
+        first = batch[0].position
+        if first > len(log.decisions):
             # Decisions were lost on the way (the link was dropped while this process was thought
             # down): say what we hold; the leader resends from there.
             return [(sender, Holds(self.role, log.epoch, self.me, self.held()))]
-        self._append(d)
-        out: list[Send] = [(sender, Holds(self.role, log.epoch, self.me, self.held()))]
-        return out + self._set_commit(min(msg.commit, len(log.decisions) - 1), now)
+        for d in batch[len(log.decisions) - first :]:
+            self._append(d)  # a batch whose positions do not follow on is refused here
+        self._set_commit(min(msg.commit, len(log.decisions) - 1), now)
+        return [(sender, Holds(self.role, log.epoch, self.me, self.held()))]
 
     def _on_holds(self, msg: Holds, now: int) -> list[Send]:
         log = self.log
@@ -531,27 +595,27 @@ class MergerReplica:
         if length <= before and length < len(log.decisions):
             if now - log.resent_at.get(msg.replica, -self.retry_every) >= self.retry_every:
                 log.resent_at[msg.replica] = now
-                out += [(msg.replica, Decide(self.role, log.epoch, d, log.commit)) for d in log.decisions[msg.length :]]
-        return out + self._advance_commit(now)
+                resend = self._batches(log.decisions, msg.length, log.announced)
+                out += [(msg.replica, Decide(self.role, log.epoch, batch, log.commit)) for batch in resend]
+        self._advance_commit(now)
+        return out
 
-    def _advance_commit(self, now: int) -> list[Send]:
+    def _advance_commit(self, now: int) -> None:
         holds = self.log.holds
         lengths = sorted((holds.get(r, 0) for r in self.replicas), reverse=True)
         new = lengths[self.majority - 1] - 1
-        if new <= self.log.commit:
-            return []
-        # Followers learn the commit index from the next decision, or from the next tick's Commit:
-        # one message per tick, not one per position.
-        return self._set_commit(new, now)
+        # Followers learn the commit index from the next batch of decisions, or from the next
+        # tick's Commit: one message per tick, not one per position.
+        self._set_commit(new, now)
 
-    def _set_commit(self, commit: int, now: int) -> list[Send]:
+    def _set_commit(self, commit: int, now: int) -> None:
+        """Committed up to ``commit``; the consumers get it at the next flush."""
         log = self.log
         if commit <= log.commit:
-            return []
+            return
         log.commit = commit
         while len(log.committed_at) <= commit:
             log.committed_at.append(now)
-        return self._forward(now)
 
     def _on_leader_change(self, msg: LeaderChange, now: int) -> list[Send]:
         log = self.log
@@ -598,11 +662,11 @@ class MergerReplica:
         log.status = "normal"
         log.holds = {self.me: self.held()}
         decisions = tuple(log.decisions)
+        log.announced = len(decisions)  # the NewLog carries them
         out: list[Send] = [(p, NewLog(self.role, log.epoch, decisions, commit)) for p in self.replicas if p != self.me]
-        out += self._set_commit(min(commit, len(log.decisions) - 1), now)
-        out += self._advance_commit(now)
-        out += self._decide_arrivals(now)
-        return out
+        self._set_commit(min(commit, len(log.decisions) - 1), now)
+        self._advance_commit(now)
+        return out  # what arrived meanwhile is decided at the next flush
 
     def _on_new_log(self, sender: str, msg: NewLog, now: int) -> list[Send]:
         log = self.log
@@ -612,8 +676,8 @@ class MergerReplica:
         log.epoch, log.leader, log.log_epoch, log.status = msg.epoch, sender, msg.epoch, "normal"
         self.amnesic = False
         self._rebuild(list(msg.decisions))
-        out: list[Send] = [(sender, Holds(self.role, log.epoch, self.me, self.held()))]
-        return out + self._set_commit(min(msg.commit, len(log.decisions) - 1), now) + self._forward(now)
+        self._set_commit(min(msg.commit, len(log.decisions) - 1), now)
+        return [(sender, Holds(self.role, log.epoch, self.me, self.held()))]
 
     def _on_down(self, process: str, now: int) -> list[Send]:
         self.down.add(process)
@@ -709,7 +773,7 @@ class MergerReplica:
         k = (msg.consumer, msg.process)
         consumers.links[k] = Link(msg.consumer, msg.process, msg.after)
         consumers.acks[k] = max(consumers.acks.get(k, -1), msg.after)
-        return self._forward(now)
+        return []  # the stream follows at the next flush
 
     def _forward(self, now: int) -> list[Send]:
         out: list[Send] = []
@@ -729,7 +793,26 @@ class MergerReplica:
         return out
 
     def _forward_link(self, link: Link, now: int) -> list[Send]:
+        """What ``link`` gets of the positions committed since it last got something, as
+        :class:`ForwardBatch` es of at most ``max_batch`` positions, each ending at a mark."""
+        forwards = self._link_forwards(link, now)
+        if not forwards:
+            return []
+        link.sent_at = now
         out: list[Send] = []
+        start, cap = 0, self.max_batch
+        while start < len(forwards):
+            stop = min(len(forwards), start + cap)
+            for p in range(start, stop):
+                if forwards[p].filter is not None:
+                    stop = p + 1
+                    break
+            out.append((link.process, ForwardBatch.of(forwards[start:stop])))
+            start = stop
+        return out
+
+    def _link_forwards(self, link: Link, now: int) -> list[Forward]:
+        out: list[Forward] = []
         decisions, commit, items = self.log.decisions, self.log.commit, self.inputs.items
         while link.sent < commit:
             pos = link.sent + 1
@@ -745,20 +828,18 @@ class MergerReplica:
                         raise ProtocolError(f"{role_name(self.role)} at {self.me}: position {pos} dropped too early")
                     assert isinstance(payload, Event)
                     if f.passes(payload):
-                        out.append((link.process, Forward(self.role, pos, d.ts, "event", payload, link.consumer)))
+                        out.append(Forward(self.role, pos, d.ts, "event", payload, link.consumer))
                     elif is_subscriber(link.consumer) and now - link.sent_at >= self.heartbeat_every:
                         # Busy with events this subscriber does not want: tell it time has passed,
                         # or a disjunction would hold its other streams back until the merger idles.
-                        out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))
+                        out.append(Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer))
                         link.sent_at = now
             elif d.kind == "mark" and d.consumer == link.consumer and link.filter is None:
-                out.append((link.process, Forward(self.role, pos, d.ts, "mark", None, d.consumer, d.request, d.filter)))
+                out.append(Forward(self.role, pos, d.ts, "mark", None, d.consumer, d.request, d.filter))
             elif d.kind == "heartbeat" and is_subscriber(link.consumer):
                 if link.filter is not None or self.filter_at(link.consumer, pos) is not None:
-                    out.append((link.process, Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer)))
+                    out.append(Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer))
             link.sent = pos
-        if out:
-            link.sent_at = now
         return out
 
     def _trim(self, now: int) -> None:

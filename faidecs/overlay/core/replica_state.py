@@ -48,6 +48,7 @@ class ReplicatedLog:
     commit: int = -1
     committed_at: list[int] = field(default_factory=list)  # when each position became committed here
     commit_sent: int = -1  # leader: the commit index its last Commit told the followers
+    announced: int = 0  # leader: decisions before it were sent to the peers (a Decide or the NewLog)
     holds: dict[str, int] = field(default_factory=dict)  # leader: replica -> decisions it holds
     recovery: dict[str, EpochState] = field(default_factory=dict)  # recovering leader: the answers
     resent_at: dict[str, int] = field(default_factory=dict)  # leader: follower -> when it last resent a gap

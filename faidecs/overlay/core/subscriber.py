@@ -36,6 +36,7 @@ from faidecs.overlay.core.messages import (
     Disconnect,
     Down,
     Forward,
+    ForwardBatch,
     JoinRequest,
     JoinState,
     MarkerReply,
@@ -181,6 +182,11 @@ class SubscriberClient:
             return []
         if isinstance(msg, Forward):
             return self._on_forward(sender, msg, now)
+        if isinstance(msg, ForwardBatch):
+            for f in msg.forwards():
+                self._on_forward(sender, f, now, release=False)
+            self._release(now)  # once for the batch: what it fed is released in order all the same
+            return []
         if isinstance(msg, JoinRequest):
             return [(msg.joiner, self._join_state(msg.joiner, msg.keys))]
         if isinstance(msg, JoinState):
@@ -234,7 +240,7 @@ class SubscriberClient:
 
     # --- streams -----------------------------------------------------------------------------------
 
-    def _on_forward(self, sender: str, msg: Forward, now: int) -> list[Send]:
+    def _on_forward(self, sender: str, msg: Forward, now: int, *, release: bool = True) -> list[Send]:
         s = self.streams.get(msg.role)
         if s is None:
             raise ProtocolError(f"subscriber {self.name}: stream of {role_name(msg.role)} was never asked for")
@@ -255,7 +261,8 @@ class SubscriberClient:
         s.position, s.progress = msg.position, msg.ts
         if msg.kind == "event" and msg.event is not None:
             heapq.heappush(self.heap, (msg.ts, s.rank, msg.position, s.role, msg.event))
-        self._release(now)
+        if release:
+            self._release(now)
         return []
 
     def _on_marker_reply(self, sender: str, msg: MarkerReply, now: int) -> list[Send]:

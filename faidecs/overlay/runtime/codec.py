@@ -23,6 +23,7 @@ from faidecs.overlay.core.messages import (
     EpochState,
     Fetch,
     Forward,
+    ForwardBatch,
     Holds,
     JoinRequest,
     JoinState,
@@ -41,15 +42,18 @@ from faidecs.overlay.runtime.wire import WireError
 FILTER_BYTES = 4 << 20
 SMALL = 64 << 10
 _WITH_EVENT = (Publish,)
-_WITH_FILTER = (Forward, Register, MarkerRequest, Decide)
-_WHOLE = (EpochState, NewLog, JoinState)
+_WITH_FILTER = (Forward, Register, MarkerRequest)
+#: A batch of decisions or stream positions is bounded by the transport's largest message (its
+#: sender keeps it so: Deployment.max_batch), like a log.
+_WHOLE = (EpochState, NewLog, JoinState, Decide, ForwardBatch)
 
 
 def max_bytes(kind: type, max_event: int, max_message: int) -> int:
     """The largest message of ``kind`` a process decodes, in bytes: a publication (its event) up
     to ``max_event`` (the deployment's ``max_event_bytes``), a message with a filter up to
-    :data:`FILTER_BYTES` more, a replica's log and a subscriber's state up to ``max_message``
-    (the transport's limit), anything else :data:`SMALL`. A larger one is refused unread."""
+    :data:`FILTER_BYTES` more, a replica's log, a batch of its decisions or stream positions and
+    a subscriber's state up to ``max_message`` (the transport's limit), anything else
+    :data:`SMALL`. A larger one is refused unread."""
     if kind in _WITH_EVENT:
         return max_event
     if kind in _WITH_FILTER:

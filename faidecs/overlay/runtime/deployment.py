@@ -44,9 +44,11 @@ from faidecs.grammar.model import EventType, Program, Subscription
 from faidecs.matching.records import Matcher
 from faidecs.merging.roles import Role, merger_roles, role_of, split_by_role
 from faidecs.net.certificates import check_process_name
+from faidecs.net.codec import MAX_MESSAGE
 from faidecs.overlay.core.authority import Roster
 from faidecs.overlay.core.keys import stream_filter, stream_key
 from faidecs.overlay.core.placement import place
+from faidecs.overlay.runtime.codec import FILTER_BYTES
 
 
 class DeploymentError(FaidecsError):
@@ -70,6 +72,12 @@ class Timing(BaseModel):
     retain: int = Field(default=2000, ge=0)
     ack_every: int = Field(default=50, ge=1)
     session_timeout: int = Field(default=1000, ge=200)
+    #: leaders decide, and replicas forward, in batches: what arrived in one pass of the loop
+    #: (docs/overlay.md, "Batches"); off, every message is answered on its own, as before
+    batching: bool = True
+    #: the most decisions one Decide carries, and positions one ForwardBatch (at most what fits
+    #: the transport's largest message with events of max_event_bytes: Deployment.max_batch)
+    max_batch: int = Field(default=128, ge=1, le=4096)
 
 
 class SubscriberSpec(BaseModel):
@@ -242,6 +250,12 @@ class Deployment(BaseModel):
         if self.ordering in ("sequencer", "raft"):
             return [self.sequencer_role]
         return merger_roles(self.compiled.types, (self.subscription(name) for name in self.subscribers))
+
+    def max_batch(self) -> int:
+        """``timing.max_batch``, or fewer where that many events of ``max_event_bytes`` (and a
+        mark's filter) would not fit into the transport's largest message."""
+        room = MAX_MESSAGE - FILTER_BYTES
+        return max(1, min(self.timing.max_batch, room // self.max_event_bytes))
 
     def placement(self, role: Role) -> tuple[str, ...]:
         # Asked for every publication: placed once per role.

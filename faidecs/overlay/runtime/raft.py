@@ -196,7 +196,10 @@ class RaftReplica(MergerReplica):
             serves_subscribers = any(is_subscriber(c) for c in self.consumers.marks)
             if serves_subscribers and now - self.log.last_decided_at >= self.heartbeat_every:
                 out += self._decide("heartbeat", now)
-        return out
+        return out if self.batching else out + self.flush(now)
+
+    def _announce(self) -> list[Send]:
+        return []  # the decisions travel in Raft's own log
 
     def _observe(self) -> None:
         """Leader and term as Raft has them now (read from pysyncobj's thread's state)."""
@@ -283,7 +286,8 @@ class RaftReplica(MergerReplica):
         arrivals, decided = self.inputs.arrivals, self.inputs.decided
         while self.low < len(arrivals) and arrivals[self.low] in decided:
             self.low += 1
-        return self._set_commit(len(self.log.decisions) - 1, now)
+        self._set_commit(len(self.log.decisions) - 1, now)
+        return []
 
     def _apply(self, entry: Any) -> bool:
         """Entry -> the next decision, or nothing; the same at every replica. An entry that does
@@ -369,6 +373,8 @@ def raft_replica(deployment: Deployment, role: Role, process: str) -> RaftReplic
         retry_every=timing.retry_every,
         retain=timing.retain,
         ack_every=timing.ack_every,
+        batching=timing.batching,
+        max_batch=deployment.max_batch(),
     )
 
 

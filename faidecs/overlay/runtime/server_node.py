@@ -61,6 +61,8 @@ class ServerNode(Node):
                 retry_every=timing.retry_every,
                 retain=timing.retain,
                 ack_every=timing.ack_every,
+                batching=timing.batching,
+                max_batch=deployment.max_batch(),
                 lossy_inputs=is_root(role),
                 fifo_inputs=udp_root and deployment.latch.enabled and deployment.latch.late == "drop",
                 on_commit=self._committed if udp_root else None,
@@ -108,6 +110,8 @@ class ServerNode(Node):
             self._admit(msg.publisher, msg)
 
     def _after_pass(self, now: int) -> None:
+        if self.d.timing.batching:  # the pass's batch: decisions, then the streams
+            self._send(self.host.flush(now))
         for role, r in self.host.replicas.items():
             self.anomalies.report(role, _anomalies(r), now)
             seen = self.epochs.get(role)

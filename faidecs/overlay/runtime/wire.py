@@ -1,4 +1,4 @@
-"""The overlay's messages as bytes, for the network transport: msgpack, format version 1.
+"""The overlay's messages as bytes, for the network transport: msgpack, format version 2.
 
 A message is one msgpack array ``[1, code, field, ...]``: the format version, the message kind's
 code (:data:`CODES`) and every field of its dataclass in declaration order, defaults included.
@@ -9,6 +9,7 @@ Each kind's layout is one :class:`msgspec.Struct` below (its *frame*, on
 - a role, ``JoinRequest.keys``: an array of strings;
 - an event (:class:`EventWire`): ``[id, type, [[attribute, kind], ...], [value, ...], publisher, seq]``;
 - a decision (:class:`DecisionWire`): its nine fields, in order, as an array;
+- an entry of a ``ForwardBatch`` (:class:`EntryWire`): its six fields, in order, as an array;
 - a filter: ``[[type, [alternative, ...]], ...]``, an alternative ``[[predicate, [type, index]], ...]``,
   a predicate ``[op, left, right]``, a value ``["attr", type, index, attribute, position, kind]``,
   ``["const", value, kind]``, ``["neg", operand, kind]`` or ``["arith", op, left, right, kind]``
@@ -74,11 +75,13 @@ from faidecs.overlay.core.messages import (
     Decision,
     Disconnect,
     Down,
+    Entry,
     EntryKind,
     EpochQuery,
     EpochState,
     Fetch,
     Forward,
+    ForwardBatch,
     Holds,
     JoinRequest,
     JoinState,
@@ -93,7 +96,9 @@ from faidecs.overlay.core.messages import (
 )
 from faidecs.span import Span
 
-VERSION: Final = 1
+#: 2: a Decide carries a batch of decisions; ForwardBatch (code 21). Processes of one deployment
+#: run one version: a frame of another is refused, naming both.
+VERSION: Final = 2
 #: Nesting allowed in a snapshot's JSON and in a predicate's expression. Bounded so that decoding
 #: cannot exhaust the Python stack; deeper than anything faidecs writes.
 MAX_DEPTH: Final = 100
@@ -122,6 +127,7 @@ MAX_TYPES: Final = 4096  # types in a role or a filter, streams of a subscriber
 MAX_ATTRIBUTES: Final = 4096  # attributes of an event type
 MAX_ALTERNATIVES: Final = 65536  # alternatives of one type in a filter
 MAX_PREDICATES: Final = 4096  # predicates of one alternative
+MAX_ENTRIES: Final = 4096  # positions of one ForwardBatch (a deployment's max_batch is at most this)
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
 RoleWire = Annotated[tuple[Name, ...], msgspec.Meta(max_length=MAX_TYPES)]  # canonical: checked by _role
 KeysWire = Annotated[tuple[str, ...], msgspec.Meta(max_length=MAX_TYPES)]
@@ -192,6 +198,20 @@ class DecisionWire(_Array):
     consumer: str
     request: str
     filter: FilterWire | None
+
+
+class EntryWire(_Array):
+    position: Nat
+    ts: Nat
+    kind: EntryKind
+    event: EventWire | None
+    request: str
+    filter: FilterWire | None
+
+
+EntriesWire = Annotated[list[EntryWire], msgspec.Meta(min_length=1, max_length=MAX_ENTRIES)]
+#: A Decide's batch: its sender is a replica of the same role (authority.py), trusted with the log.
+BatchWire = Annotated[list[DecisionWire], msgspec.Meta(min_length=1)]
 
 
 # --- scalar checks -------------------------------------------------------------------------------
@@ -659,13 +679,14 @@ FILTER = _Field(FilterWire, _filter, _encode_filter)
 OPT_FILTER = _DECISION_FIELDS["filter"]
 DECISION = _Field(DecisionWire, _DECISION.build, _DECISION.encode)
 DECISIONS = _Field(list[DecisionWire], _decisions, lambda ds: [_DECISION.encode(d) for d in ds])
+BATCH = _Field(BatchWire, _decisions, DECISIONS.encode)
 
 #: The message kinds' codes: never renumber one; a new kind takes the next code.
 CODES: Final[dict[type, int]] = {
     cls: code
     for code, cls in enumerate(
         (Publish, Connect, Disconnect, Forward, Ack, Register, Decide, Holds, Commit, EpochQuery, EpochState)
-        + (NewLog, LeaderChange, Down, Up, JoinRequest, JoinState, MarkerRequest, MarkerReply, Fetch),
+        + (NewLog, LeaderChange, Down, Up, JoinRequest, JoinState, MarkerRequest, MarkerReply, Fetch, ForwardBatch),
         start=1,
     )
 }
@@ -680,6 +701,20 @@ def _layouts(role: Callable[[RoleWire], Role], event: Callable[[EventWire], Even
     OPT_EVENT = _Field(  # noqa: N806
         EventWire | None, lambda v: None if v is None else event(v), _encode_optional_event
     )
+    entry = _Record(
+        Entry, EntryWire, (), dict(position=NAT, ts=NAT, kind=KIND, event=OPT_EVENT, request=STR, filter=OPT_FILTER)
+    )
+
+    def entries(v: list[EntryWire]) -> tuple[Entry, ...]:
+        out = []
+        for i, item in enumerate(v):
+            try:
+                out.append(entry.build(item))
+            except BadField as bad:
+                raise bad.at(i) from None
+        return tuple(out)
+
+    ENTRIES = _Field(EntriesWire, entries, lambda es: [entry.encode(e) for e in es])  # noqa: N806
     return {
         Publish: dict(publisher=STR, seq=NAT, event=EVENT),
         Connect: dict(role=ROLE, consumer=STR, process=STR, after=FROM_M1),
@@ -689,7 +724,7 @@ def _layouts(role: Callable[[RoleWire], Role], event: Callable[[EventWire], Even
         ),
         Ack: dict(role=ROLE, consumer=STR, process=STR, position=FROM_M1),
         Register: dict(role=ROLE, consumer=STR, request=STR, filter=FILTER),
-        Decide: dict(role=ROLE, epoch=NAT, decision=DECISION, commit=FROM_M1),
+        Decide: dict(role=ROLE, epoch=NAT, decisions=BATCH, commit=FROM_M1),
         Holds: dict(role=ROLE, epoch=NAT, replica=STR, length=NAT),
         Commit: dict(role=ROLE, epoch=NAT, commit=FROM_M1),
         EpochQuery: dict(role=ROLE, epoch=NAT, leader=STR),
@@ -711,6 +746,7 @@ def _layouts(role: Callable[[RoleWire], Role], event: Callable[[EventWire], Even
         ),
         MarkerReply: dict(role=ROLE, consumer=STR, position=FROM_M1, ts=NAT, ok=BOOL),
         Fetch: dict(role=ROLE, replica=STR, position=NAT),
+        ForwardBatch: dict(role=ROLE, consumer=STR, entries=ENTRIES),
     }
 
 

@@ -116,6 +116,11 @@ class SimConfig(BaseModel):
     retain: int = Field(default=2000, ge=0)
     ack_every: int = Field(default=50, ge=1)
     settle: int = Field(default=3000, ge=1)
+    #: 0: each replica answers every message on its own (flushes at once). Otherwise replicas
+    #: batch (MergerReplica.flush): a server flushes ``batch_ms`` after the first message or tick
+    #: of a batch, so a batch holds what reached it meanwhile, at most ``max_batch`` per message
+    batch_ms: int = Field(default=0, ge=0)
+    max_batch: int = Field(default=128, ge=1)
     matcher: Matcher = "compiled"
     #: None: publishers send over reliable FIFO links, as the overlay assumes
     input_path: InputPath | None = None

@@ -31,7 +31,7 @@ from faidecs.overlay.core.coordination import SimulatedCoordination
 from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.inputstage import InputStage, InputStamper, Latched, latch_config
 from faidecs.overlay.core.keys import stream_filter, stream_key
-from faidecs.overlay.core.messages import Decision, Message, Publish, Send
+from faidecs.overlay.core.messages import Decide, Decision, Message, Publish, Send
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica
 from faidecs.overlay.core.subscriber import SubscriberClient
@@ -70,6 +70,8 @@ class SimResult:
     #: input_path: (server, root role, publisher) -> the latch receiver's counters
     latch: dict[tuple[str, Role, str], LatchStats] = field(default_factory=dict)
     lost_on_path: int = 0  # copies of publications the lossy path dropped
+    #: batch_ms: "Decide": batches of decisions sent, "decisions": the decisions they carried
+    batches: Counter[str] = field(default_factory=Counter)
 
     def input_log(self) -> RunLog:
         """The root mergers' input as a run log of its own: every publication sent, and per root
@@ -149,6 +151,8 @@ class Simulation:
                     retain=config.retain,
                     ack_every=config.ack_every,
                     on_commit=self._committed if is_root(role) else None,
+                    batching=config.batch_ms > 0,
+                    max_batch=config.max_batch,
                 )
         self.hosts = {server: ServerHost(server, reps) for server, reps in self.replicas.items()}
         self.clients: dict[str, SubscriberClient] = {}
@@ -174,6 +178,8 @@ class Simulation:
         self.joined_at: dict[str, int] = {}
         self.first_delivery_at: dict[str, int] = {}
         self.sent: list[dict[str, Any]] = []
+        self.flush_due: set[str] = set()  # batch_ms: servers with a flush on the queue
+        self.batches: Counter[str] = Counter()  # batch_ms: Decide batches (and positions) sent
         # The lossy input path draws from its own generator: without it every run is as before.
         path = config.input_path
         self.input_rng = random.Random(f"{config.seed}:input") if path is not None else None
@@ -270,6 +276,7 @@ class Simulation:
             self._arm_latch(dst)
         elif dst in self.replicas:
             out = self.hosts[dst].handle(src, msg, self.now)
+            self._arm_flush(dst)
         elif dst in self.clients:
             out = self.clients[dst].handle(src, msg, self.now)
         self._send(dst, out)
@@ -278,6 +285,8 @@ class Simulation:
         if self.state[process] != "up":
             return
         out: list[Send] = self.hosts[process].tick(self.now) if process in self.hosts else []
+        if process in self.hosts:
+            self._arm_flush(process)
         if process in self.clients:
             out += self.clients[process].tick(self.now)
         self._send(process, out)
@@ -305,6 +314,8 @@ class Simulation:
                     self.recorder.left(payload)
             elif kind == "latch":
                 self._poll_latch(payload)
+            elif kind == "flush":
+                self._flush(payload)
             elif kind == "fault":
                 self._fault(payload)
             elif kind == "resume":
@@ -372,6 +383,23 @@ class Simulation:
         out: list[Send] = []
         for publish in self.stages[server].poll(float(self.now)):
             out += self.hosts[server].handle(publish.publisher, publish, self.now)
+        self._arm_flush(server)
+        self._send(server, out)
+
+    def _arm_flush(self, server: str) -> None:
+        if self.config.batch_ms and server not in self.flush_due:
+            self.flush_due.add(server)
+            self._at(self.now + self.config.batch_ms, "flush", server)
+
+    def _flush(self, server: str) -> None:
+        self.flush_due.discard(server)
+        if self.state[server] != "up":
+            return  # a paused server flushes after its next message or tick; a crashed one never
+        out = self.hosts[server].flush(self.now)
+        for _, msg in out:
+            if isinstance(msg, Decide):
+                self.batches["Decide"] += 1
+                self.batches["decisions"] += len(msg.decisions)
         self._send(server, out)
 
     def _start_client(self, name: str, peer: str | None, marker: bool = False) -> None:
@@ -484,6 +512,7 @@ class Simulation:
         result.sent = self.sent
         result.latch = {(s, r, p): st for s, stage in self.stages.items() for (r, p), st in stage.stats().items()}
         result.lost_on_path = self.lost_on_path
+        result.batches = self.batches
         result.gaps = stream_gaps(result)
         return result
 
