@@ -70,9 +70,11 @@ class Filter:
         return True
 
     def passes(self, event: Event) -> bool:
-        alts = self.alternatives.get(event.type)
+        alts = self.alternatives.get(event.event_type.name)
         if alts is None:
             return False
+        if alts is ACCEPT_ALL or alts == ACCEPT_ALL:  # the usual case for a type that is not filtered
+            return True
         binding = (event,)
         return any(all(_compiled(p, s)(binding) for p, s in alt) for alt in alts)
 

@@ -9,18 +9,23 @@ killed with SIGKILL leaves a log of what it had done up to its last flush.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from faidecs.runs.runlog import FORMAT
+
+# msgspec writes a record in a fraction of json.dumps's time, the same JSON (compact, UTF-8): a
+# publisher and a subscriber write one per event.
+_ENCODE = msgspec.json.Encoder().encode
 
 
 class ProcessLog:
     def __init__(self, path: Path, types_source: str, process: str, subscription: str | None):
-        self.file = path.open("w", encoding="utf-8")
+        self.file = path.open("wb")
         self.last = 0
         self.process = process
         self._write({"record": "header", "format": FORMAT, "types": types_source})
@@ -60,7 +65,7 @@ class ProcessLog:
         self._write({"record": "final", "process": self.process, "queues": queues})
 
     def _write(self, record: Mapping[str, Any]) -> None:
-        self.file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.file.write(_ENCODE(record) + b"\n")
 
     def flush(self) -> None:
         self.file.flush()

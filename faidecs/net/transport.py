@@ -153,19 +153,27 @@ class Transport:
         # dropped, which the protocol would not notice; a peer that is down is forgotten instead.
         self._put(sock, dst, self.codec.encode(msg), 1)
 
-    def send_many(self, dst: str, msgs: list[Any]) -> None:
-        """Send messages to one peer in one frame, in order."""
+    def send_many(self, dst: str, msgs: list[Any], encoded: dict[int, bytes] | None = None) -> None:
+        """Send messages to one peer in one frame, in order. ``encoded``: bytes of messages
+        already encoded, by ``id`` of the message (one sent to several peers is encoded once);
+        what this encodes is added to it."""
         if not msgs:
-            return
-        if len(msgs) == 1:
-            self.send(dst, msgs[0])
             return
         sock = self.outs.get(dst)
         if sock is None:
             sock = self.outs[dst] = self._connect(dst)
-        parts = [MANY]
+        memo: dict[int, bytes] = {} if encoded is None else encoded
+        datas = []
         for msg in msgs:
-            data = self.codec.encode(msg)
+            data = memo.get(id(msg))
+            if data is None:
+                data = memo[id(msg)] = self.codec.encode(msg)
+            datas.append(data)
+        if len(datas) == 1:
+            self._put(sock, dst, datas[0], 1)
+            return
+        parts = [MANY]
+        for data in datas:
             parts += (len(data).to_bytes(4, "big"), data)
         self._put(sock, dst, b"".join(parts), len(msgs))
 

@@ -31,9 +31,9 @@ def inconsistency(msg: Message, types: Mapping[str, EventType]) -> str | None:
     """What in ``msg`` contradicts ``types``, or None when nothing does."""
     role = getattr(msg, "role", None)
     if role is not None:
-        unknown = [t for t in role if t not in types]
-        if unknown:
-            return f"role names an undeclared type {unknown[0]}"
+        for t in role:
+            if t not in types:
+                return f"role names an undeclared type {t}"
     events: list[Event | None] = []
     filters: list[Filter | None] = []
     if isinstance(msg, (Publish, Forward)):
@@ -63,6 +63,8 @@ def _decisions(msg: Message) -> Iterable[Decision]:
 
 def _event(event: Event, types: Mapping[str, EventType]) -> str | None:
     declared = types.get(event.type)
+    if event.event_type is declared:
+        return None  # decoded against the deployment's own declarations (wire.Declared)
     if declared is None:
         return f"event {event.id} has an undeclared type {event.type}"
     if event.event_type != declared:

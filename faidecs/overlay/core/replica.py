@@ -39,7 +39,7 @@ Protocol (docs/overlay.md has the pictures):
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from faidecs.errors import FaidecsError
 from faidecs.matching.events import Event
@@ -54,6 +54,7 @@ from faidecs.overlay.core.messages import (
     Decision,
     Disconnect,
     Down,
+    Entry,
     EntryKind,
     EpochQuery,
     EpochState,
@@ -177,6 +178,8 @@ class MergerReplica:
         out: list[Send] = []
         if self.is_leading():
             out += self._decide_arrivals(now)
+            self.log.holds[self.me] = self.held()
+            self._advance_commit(now)  # a majority of one commits at once
             out += self._announce()
         return out + self._forward(now)
 
@@ -185,9 +188,9 @@ class MergerReplica:
             case Publish():
                 return self._item(msg.publisher, msg.seq, msg.event, now)
             case Forward():
-                return self._upstream(sender, msg, now)
+                return self._upstream(sender, msg.role, msg.consumer, (msg,), now)
             case ForwardBatch():
-                return [m for f in msg.forwards() for m in self._upstream(sender, f, now)]
+                return self._upstream(sender, msg.role, msg.consumer, msg.entries, now)
             case Decide():
                 return self._on_decide(sender, msg, now) if self._from_leader(sender, msg) else []
             case Holds():
@@ -255,25 +258,29 @@ class MergerReplica:
 
     # --- inputs ----------------------------------------------------------------------------
 
-    def _upstream(self, sender: str, msg: Forward, now: int) -> list[Send]:
+    def _upstream(
+        self, sender: str, role: Role, consumer: str, positions: Sequence[Forward | Entry], now: int
+    ) -> list[Send]:
+        """Positions of a parent's stream (a Forward's, or a ForwardBatch's entries)."""
         up = self.upstream
-        side = "L" if msg.role == up.sides.get("L") else "R" if msg.role == up.sides.get("R") else None
+        side = "L" if role == up.sides.get("L") else "R" if role == up.sides.get("R") else None
         if side is None:
-            raise ProtocolError(f"{role_name(self.role)} at {self.me}: stream of {role_name(msg.role)} is no input")
+            raise ProtocolError(f"{role_name(self.role)} at {self.me}: stream of {role_name(role)} is no input")
         if sender != up.reading[side]:
             # Only the replica it reads feeds a side: a copy from the one it read before failing
             # over says nothing new (that one resends from ``received``), and another sender's
             # positions would be ahead of the stream it reads, which it would then skip.
-            up.foreign += 1
+            up.foreign += len(positions)
             return []
-        if msg.position <= up.received[side]:
-            return []  # a copy from the replica we read before failing over
-        up.received[side] = msg.position
         out: list[Send] = []
-        if msg.kind == "event" and msg.event is not None:
-            out += self._item(side, msg.position, msg.event, now)
-        elif msg.kind == "mark" and msg.consumer == self.key and msg.filter is not None:
-            out += self._item(side, msg.position, msg.filter, now)
+        for e in positions:
+            if e.position <= up.received[side]:
+                continue  # a copy from the replica we read before failing over
+            up.received[side] = e.position
+            if e.kind == "event" and e.event is not None:
+                out += self._item(side, e.position, e.event, now)
+            elif e.kind == "mark" and consumer == self.key and e.filter is not None:
+                out += self._item(side, e.position, e.filter, now)
         return out
 
     def _item(self, source: str, key: int, payload: Event | Filter, now: int) -> list[Send]:
@@ -326,9 +333,7 @@ class MergerReplica:
         d = Decision(len(log.decisions), log.epoch, max(now, log.last_ts), kind, source, key, consumer, request, filter)
         self._append(d)
         log.last_decided_at = now
-        log.holds[self.me] = self.held()
-        self._advance_commit(now)  # a majority of one: committed at once
-        return []  # the peers get it at the next flush (_announce)
+        return []  # the peers get it, and it counts towards a majority, at the next flush
 
     def _announce(self) -> list[Send]:
         """The decisions not sent to the peers yet, in batches of at most ``max_batch``."""
@@ -795,50 +800,65 @@ class MergerReplica:
     def _forward_link(self, link: Link, now: int) -> list[Send]:
         """What ``link`` gets of the positions committed since it last got something, as
         :class:`ForwardBatch` es of at most ``max_batch`` positions, each ending at a mark."""
-        forwards = self._link_forwards(link, now)
-        if not forwards:
+        entries = self._link_entries(link, now)
+        if not entries:
             return []
         link.sent_at = now
         out: list[Send] = []
         start, cap = 0, self.max_batch
-        while start < len(forwards):
-            stop = min(len(forwards), start + cap)
+        while start < len(entries):
+            stop = min(len(entries), start + cap)
             for p in range(start, stop):
-                if forwards[p].filter is not None:
+                if entries[p].filter is not None:
                     stop = p + 1
                     break
-            out.append((link.process, ForwardBatch.of(forwards[start:stop])))
+            if stop - start == 1:
+                e = entries[start]
+                msg: Message = Forward(self.role, e.position, e.ts, e.kind, e.event, link.consumer, e.request, e.filter)
+            else:
+                msg = ForwardBatch(self.role, link.consumer, tuple(entries[start:stop]))
+            out.append((link.process, msg))
             start = stop
         return out
 
-    def _link_forwards(self, link: Link, now: int) -> list[Forward]:
-        out: list[Forward] = []
+    def _link_entries(self, link: Link, now: int) -> list[Entry]:
+        out: list[Entry] = []
         decisions, commit, items = self.log.decisions, self.log.commit, self.inputs.items
+        subscriber = is_subscriber(link.consumer)
+        # The link's filter at each position: its own (a marker's), or its consumer's marks',
+        # which change only at a mark (looked up once per stretch between two marks).
+        f: Filter | None = link.filter
+        marks = self.consumers.marks.get(link.consumer, []) if f is None else []
+        starts = [m[0] for m in marks]
+        changes_at = -1 if f is None else commit + 1
         while link.sent < commit:
             pos = link.sent + 1
+            if pos >= changes_at:
+                k = bisect_right(starts, pos)
+                f = marks[k - 1][1] if k else None
+                changes_at = starts[k] if k < len(starts) else commit + 1
             d = decisions[pos]
-            if d.kind == "event":
-                k = (d.source, d.key)
-                if k not in items:
+            kind = d.kind
+            if kind == "event":
+                key = (d.source, d.key)
+                if key not in items:
                     break  # decided before this replica received it: wait for the input
-                f = link.filter if link.filter is not None else self.filter_at(link.consumer, pos)
                 if f is not None:
-                    payload = items[k]
+                    payload = items[key]
                     if payload is None:
                         raise ProtocolError(f"{role_name(self.role)} at {self.me}: position {pos} dropped too early")
                     assert isinstance(payload, Event)
                     if f.passes(payload):
-                        out.append(Forward(self.role, pos, d.ts, "event", payload, link.consumer))
-                    elif is_subscriber(link.consumer) and now - link.sent_at >= self.heartbeat_every:
+                        out.append(Entry(pos, d.ts, "event", payload))
+                    elif subscriber and now - link.sent_at >= self.heartbeat_every:
                         # Busy with events this subscriber does not want: tell it time has passed,
                         # or a disjunction would hold its other streams back until the merger idles.
-                        out.append(Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer))
+                        out.append(Entry(pos, d.ts, "heartbeat"))
                         link.sent_at = now
-            elif d.kind == "mark" and d.consumer == link.consumer and link.filter is None:
-                out.append(Forward(self.role, pos, d.ts, "mark", None, d.consumer, d.request, d.filter))
-            elif d.kind == "heartbeat" and is_subscriber(link.consumer):
-                if link.filter is not None or self.filter_at(link.consumer, pos) is not None:
-                    out.append(Forward(self.role, pos, d.ts, "heartbeat", None, link.consumer))
+            elif kind == "mark" and d.consumer == link.consumer and link.filter is None:
+                out.append(Entry(pos, d.ts, "mark", None, d.request, d.filter))
+            elif kind == "heartbeat" and subscriber and f is not None:
+                out.append(Entry(pos, d.ts, "heartbeat"))
             link.sent = pos
         return out
 

@@ -19,7 +19,7 @@ whose merger does not cover it yet registers as a fresh client does.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,6 +35,7 @@ from faidecs.overlay.core.messages import (
     Connect,
     Disconnect,
     Down,
+    Entry,
     Forward,
     ForwardBatch,
     JoinRequest,
@@ -181,12 +182,9 @@ class SubscriberClient:
         if self.gone:
             return []
         if isinstance(msg, Forward):
-            return self._on_forward(sender, msg, now)
+            return self._on_stream(sender, msg.role, msg.consumer, (msg,), now)
         if isinstance(msg, ForwardBatch):
-            for f in msg.forwards():
-                self._on_forward(sender, f, now, release=False)
-            self._release(now)  # once for the batch: what it fed is released in order all the same
-            return []
+            return self._on_stream(sender, msg.role, msg.consumer, msg.entries, now)
         if isinstance(msg, JoinRequest):
             return [(msg.joiner, self._join_state(msg.joiner, msg.keys))]
         if isinstance(msg, JoinState):
@@ -240,29 +238,32 @@ class SubscriberClient:
 
     # --- streams -----------------------------------------------------------------------------------
 
-    def _on_forward(self, sender: str, msg: Forward, now: int, *, release: bool = True) -> list[Send]:
-        s = self.streams.get(msg.role)
+    def _on_stream(
+        self, sender: str, role: Role, consumer: str, positions: Sequence[Forward | Entry], now: int
+    ) -> list[Send]:
+        """Positions of one merger stream (a Forward's, or a ForwardBatch's entries)."""
+        s = self.streams.get(role)
         if s is None:
-            raise ProtocolError(f"subscriber {self.name}: stream of {role_name(msg.role)} was never asked for")
+            raise ProtocolError(f"subscriber {self.name}: stream of {role_name(role)} was never asked for")
         if sender != s.reading:
             # Only the replica it reads feeds a stream: the one it read before failing over says
             # nothing new (the new one resends after ``position``), and positions from another
             # would be ahead of the stream it reads, which it would then skip.
-            self.foreign += 1
+            self.foreign += len(positions)
             return []
-        if not s.started:
-            if msg.kind == "mark" and msg.request == self.name and msg.consumer == s.key:
-                s.started, s.start, s.position, s.released = True, msg.position, msg.position, msg.position
-                s.progress = msg.ts
-                self._on_stream_started(now)
-            return []
-        if msg.position <= s.position:
-            return []  # a copy from the replica we read before failing over
-        s.position, s.progress = msg.position, msg.ts
-        if msg.kind == "event" and msg.event is not None:
-            heapq.heappush(self.heap, (msg.ts, s.rank, msg.position, s.role, msg.event))
-        if release:
-            self._release(now)
+        for e in positions:
+            if not s.started:
+                if e.kind == "mark" and e.request == self.name and consumer == s.key:
+                    s.started, s.start, s.position, s.released = True, e.position, e.position, e.position
+                    s.progress = e.ts
+                    self._on_stream_started(now)
+                continue
+            if e.position <= s.position:
+                continue  # a copy from the replica we read before failing over
+            s.position, s.progress = e.position, e.ts
+            if e.kind == "event" and e.event is not None:
+                heapq.heappush(self.heap, (e.ts, s.rank, e.position, s.role, e.event))
+        self._release(now)  # once for what arrived: released in order all the same
         return []
 
     def _on_marker_reply(self, sender: str, msg: MarkerReply, now: int) -> list[Send]:

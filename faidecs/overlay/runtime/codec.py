@@ -76,9 +76,12 @@ def oversized(message: Publish, limit: int) -> str | None:
     ``max_event_bytes``); None when they decode it. A publisher stops at such an event, as at an
     invalid one, rather than publish what would be lost."""
     size = len(wire.encode(message))
-    if size <= limit:
-        return None
-    return f"event {message.event.id} takes {size} bytes on the wire, more than max_event_bytes = {limit}"
+    return None if size <= limit else too_large(message.event.id, size, limit)
+
+
+def too_large(event_id: str, size: int, limit: int) -> str:
+    """Why an event's publication of ``size`` bytes is refused (:func:`oversized`)."""
+    return f"event {event_id} takes {size} bytes on the wire, more than max_event_bytes = {limit}"
 
 
 def claimed_sender(msg: Message) -> str | None:
@@ -146,4 +149,13 @@ class OverlayCodec:
 
 OVERLAY_CODEC = OverlayCodec()
 
-__all__ = ["FILTER_BYTES", "OVERLAY_CODEC", "SMALL", "OverlayCodec", "claimed_sender", "max_bytes", "oversized"]
+__all__ = [
+    "FILTER_BYTES",
+    "OVERLAY_CODEC",
+    "SMALL",
+    "OverlayCodec",
+    "claimed_sender",
+    "max_bytes",
+    "oversized",
+    "too_large",
+]

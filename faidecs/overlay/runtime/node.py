@@ -125,6 +125,8 @@ class Node:
         self.protocol_errors = 0
         self.started_at = 0
         self.outbox: dict[str, list[Message]] = {}
+        #: bytes of messages of this pass already encoded, by id (see _flush)
+        self.encoded: dict[int, bytes] = {}
 
     # --- what a kind of process adds -------------------------------------------------------------
 
@@ -235,8 +237,12 @@ class Node:
         """Send what the pass produced: one frame per destination, with a message that a later
         one of the same kind supersedes left out (:func:`coalesce`)."""
         outbox, self.outbox = self.outbox, {}
+        # A message to several peers (a publication to its root's replicas, a batch of
+        # decisions to the followers) is encoded once. Keyed by id: every message is held by
+        # the outbox until the end of this pass, so no id is reused meanwhile.
+        encoded, self.encoded = self.encoded, {}
         for dst, msgs in outbox.items():
-            self.transport.send_many(dst, coalesce(msgs))
+            self.transport.send_many(dst, coalesce(msgs), encoded)
 
     # --- status -------------------------------------------------------------------------------
 

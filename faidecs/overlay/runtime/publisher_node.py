@@ -12,7 +12,8 @@ from faidecs.errors import EventError, FaidecsError
 from faidecs.matching.events import EventValidator
 from faidecs.net.processlog import ProcessLog
 from faidecs.overlay.core.messages import Publish
-from faidecs.overlay.runtime.codec import oversized
+from faidecs.overlay.runtime import wire
+from faidecs.overlay.runtime.codec import too_large
 from faidecs.overlay.runtime.deployment import Deployment
 from faidecs.overlay.runtime.node import Node
 from faidecs.overlay.runtime.udp import UdpSender
@@ -100,15 +101,17 @@ class PublisherNode(Node):
                 "seq": self.seq,
             }
             message = Publish(self.process, self.seq, event)
-            too_large = oversized(message, self.d.max_event_bytes)
-            if too_large is not None:
-                raise FaidecsError(f"{where}: {too_large}")
+            data = wire.encode(message)
+            if len(data) > self.d.max_event_bytes:
+                raise FaidecsError(f"{where}: {too_large(event.id, len(data), self.d.max_event_bytes)}")
             if self.udp_out is not None:
                 assert self.sent_log is not None
                 self.sent_log.publish(record)
                 self.udp_out.publish(message)
             else:
                 self.log.publish(record)
+                # The outbox holds the message until the pass's end: its id stays its own till then.
+                self.encoded[id(message)] = data  # the same bytes to every replica of its root
                 self._send([(replica, message) for replica in self.d.placement(self.d.root_role(event.type))])
             self.seq += 1
 
