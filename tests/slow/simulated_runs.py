@@ -12,11 +12,20 @@ from faidecs.overlay.sim.simulator import SimResult, Simulation
 from faidecs.properties import check
 
 
+#: (batch_ms, max_batch) by seed: unbatched, then batches closed after 1 and 5 virtual ms. 7, prime
+#: to the 16 combinations of options, so that every combination meets every setting.
+BATCHING = [(0, 128), (1, 2), (5, 128), (0, 128), (1, 128), (5, 3), (2, 16)]
+
+
 def judged(scenario: Scenario, seed: int, label: str) -> tuple[SimResult, list[str]]:
     """Run ``scenario`` with ``seed``; the result and every problem found, each naming the run."""
-    simulation = Simulation(scenario, SimConfig(seed=seed, matcher="reference"))
+    # Two runs in three batch their decisions and streams (issue 21), some in batches of two.
+    batch_ms, max_batch = BATCHING[seed % len(BATCHING)]
+    config = SimConfig(seed=seed, matcher="reference", batch_ms=batch_ms, max_batch=max_batch)
+    simulation = Simulation(scenario, config)
     result = simulation.run()
-    where = f"seed {seed} ({label}; faults: {[f.describe() for f in scenario.faults]})"
+    batching = f"batch_ms={batch_ms}, max_batch={max_batch}" if batch_ms else "unbatched"
+    where = f"seed {seed} ({label}; {batching}; faults: {[f.describe() for f in scenario.faults]})"
     problems = [f"{where}: {g.describe()}" for g in result.gaps]
     kept = kept_properties(simulation.subscriptions.values())
     problems += [f"{where}: {p} violated" for p in check(result.log, kept).violated()]

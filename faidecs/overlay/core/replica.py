@@ -422,7 +422,9 @@ class MergerReplica:
         elif marks and marks[-1][1].covers(msg.filter):
             return []
         if is_root(self.role):
-            return self._decide("mark", now, consumer=msg.consumer, request=msg.request, filter=msg.filter)
+            # What arrived before it is decided before it, as without batches.
+            out = self._decide_arrivals(now)
+            return out + self._decide("mark", now, consumer=msg.consumer, request=msg.request, filter=msg.filter)
         self.upstream.pending[(msg.consumer, msg.request)] = msg.filter
         return self._drive_pending(now)
 
