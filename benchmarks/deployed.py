@@ -25,7 +25,9 @@ def write_deployment(
     servers: int = 3,
     rate: float = 0,
     port: int = 18000,
+    timing: dict[str, Any] | None = None,
 ) -> Path:
+    """``timing``: settings of the deployment's ``[timing]`` table (``batching``, ``max_batch``, ...)."""
     (folder / "program.fdc").write_text(program)
     (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     names = [f"m{k}" for k in range(1, servers + 1)]
@@ -53,25 +55,35 @@ def write_deployment(
         'events = "events.jsonl"',
         f"rate = {rate}",
     ]
+    if timing:
+        lines += ["", "[timing]", *(f"{k} = {json.dumps(v)}" for k, v in timing.items())]
     (folder / "deployment.toml").write_text("\n".join(lines) + "\n")
     create_keys(folder / "keys", [*names, *subscribers, "p1"])
     return folder / "deployment.toml"
 
 
-def measure(zookeeper: str, path: Path, quiet_s: float = 2.0, timeout: float = 600) -> dict[str, Any]:
-    """Run the deployment until the publisher is done and deliveries stop; the figures."""
+def measure(
+    zookeeper: str, path: Path, quiet_s: float = 2.0, timeout: float = 600, expect_fed: int | None = None
+) -> dict[str, Any]:
+    """Run the deployment until the publisher is done and deliveries stop; the figures.
+    ``expect_fed``: the events each subscriber's engines are fed in all; until then a quiet
+    spell of ``quiet_s`` does not end the run (a busy machine may stall the pipeline that long)."""
     run = LocalDeployment(path, path.parent / "run", zookeeper=zookeeper)
     try:
         run.start()
         run.wait_for(lambda s: s.get("p1", {}).get("done", False), timeout, "the publisher")
         last: dict[str, int] = {}
         quiet = time.monotonic()
-        while time.monotonic() - quiet < quiet_s:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() - quiet < quiet_s or (
+            expect_fed is not None and min(last.values(), default=0) < expect_fed and time.monotonic() < deadline
+        ):
             got = {n: s.get("fed", 0) for n, s in run.statuses().items() if "delivered" in s}
             if got != last:
                 last, quiet = got, time.monotonic()
             time.sleep(0.05)
-        fed_at = max(s.get("fed_at", 0.0) for s in run.statuses().values() if "delivered" in s)
+        statuses = run.statuses()
+        fed_at = max(s.get("fed_at", 0.0) for s in statuses.values() if "delivered" in s)
     finally:
         run.stop()
     logs = path.parent / "run" / "logs"
@@ -92,7 +104,11 @@ def measure(zookeeper: str, path: Path, quiet_s: float = 2.0, timeout: float = 6
         "seconds": round(seconds, 3),
         "events_per_s": round(len(sent) / seconds) if seconds > 0 else 0,
         "latency_ms": _percentiles(latencies),
-        "rejected": {n: s.get("rejected") for n, s in run.statuses().items() if s.get("rejected")},
+        "rejected": {n: s.get("rejected") for n, s in statuses.items() if s.get("rejected")},
+        # Every message every process sent (a frame may hold several), per event published.
+        "messages_per_event": round(sum(s.get("sent", 0) for s in statuses.values()) / max(1, len(sent)), 2),
+        # Each process's CPU seconds over the run, start-up included.
+        "cpu_s": {n: s.get("cpu_s") for n, s in sorted(statuses.items())},
     }
 
 

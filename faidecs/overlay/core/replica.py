@@ -38,7 +38,7 @@ Protocol (docs/overlay.md has the pictures):
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 
 from faidecs.errors import FaidecsError
@@ -352,12 +352,14 @@ class MergerReplica:
         """``decisions[start:end]`` cut into batches of at most ``max_batch``, each ending at the
         first decision with a filter it holds (a message carries at most one filter)."""
         out: list[tuple[Decision, ...]] = []
+        filtered = self.log.filtered
+        k = bisect_left(filtered, start)  # the positions with a filter are few: found, not scanned for
         while start < end:
             stop = min(end, start + self.max_batch)
-            for p in range(start, stop):
-                if decisions[p].filter is not None:
-                    stop = p + 1
-                    break
+            while k < len(filtered) and filtered[k] < start:
+                k += 1
+            if k < len(filtered) and filtered[k] < stop:
+                stop = filtered[k] + 1
             out.append(tuple(decisions[start:stop]))
             start = stop
         return out
@@ -392,6 +394,8 @@ class MergerReplica:
                 f"{role_name(self.role)} at {self.me}: decision {d.position} after {len(log.decisions)}"
             )
         log.decisions.append(d)
+        if d.filter is not None:
+            log.filtered.append(d.position)
         log.last_ts = max(log.last_ts, d.ts)
         if d.kind in ("event", "upmark"):
             self.inputs.decided.add((d.source, d.key))
@@ -403,7 +407,7 @@ class MergerReplica:
     def _rebuild(self, decisions: list[Decision]) -> None:
         """Replace the log with ``decisions``, and what is derived from it; every arrival is
         looked at again (one the old log decided may not be in this one)."""
-        self.log.decisions, self.log.last_ts = [], 0
+        self.log.decisions, self.log.last_ts, self.log.filtered = [], 0, []
         self.inputs.decided, self.inputs.highest, self.inputs.fetch_from = set(), {}, 0
         self.consumers.marks = {}
         for d in decisions:

@@ -43,6 +43,7 @@ class ReplicatedLog:
     log_epoch: int = 0  # the epoch of the leader whose log this one is
     status: Status = "waiting"  # waiting (for a leader's log) | recovering (new leader) | normal
     decisions: list[Decision] = field(default_factory=list)
+    filtered: list[int] = field(default_factory=list)  # positions of the decisions with a filter (marks)
     last_ts: int = 0  # the highest timestamp decided: a new decision's is never below it
     last_decided_at: int = 0  # when this replica, leading, last decided (heartbeats)
     commit: int = -1
