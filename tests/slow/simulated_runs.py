@@ -11,7 +11,6 @@ from faidecs.overlay.sim.scenario import Scenario, SimConfig
 from faidecs.overlay.sim.simulator import SimResult, Simulation
 from faidecs.properties import check
 
-
 #: (batch_ms, max_batch) by seed: unbatched, then batches closed after 1 and 5 virtual ms. 7, prime
 #: to the 16 combinations of options, so that every combination meets every setting.
 BATCHING = [(0, 128), (1, 2), (5, 128), (0, 128), (1, 128), (5, 3), (2, 16)]
