@@ -11,14 +11,15 @@ from faidecs.overlay.sim.scenario import Scenario, SimConfig
 from faidecs.overlay.sim.simulator import SimResult, Simulation
 from faidecs.properties import check
 
-#: (batch_ms, max_batch) by seed: unbatched, then batches closed after 1 and 5 virtual ms. 7, prime
-#: to the 16 combinations of options, so that every combination meets every setting.
+#: (batch_ms, max_batch) by seed: unbatched, or batches closed 1, 2 or 5 virtual ms after they open,
+#: of 2 to 128 decisions. Seven settings, prime to the 16 combinations of options, so that every
+#: combination meets every setting.
 BATCHING = [(0, 128), (1, 2), (5, 128), (0, 128), (1, 128), (5, 3), (2, 16)]
 
 
 def judged(scenario: Scenario, seed: int, label: str) -> tuple[SimResult, list[str]]:
     """Run ``scenario`` with ``seed``; the result and every problem found, each naming the run."""
-    # Two runs in three batch their decisions and streams (issue 21), some in batches of two.
+    # Five runs in seven batch their decisions and streams (issue 21).
     batch_ms, max_batch = BATCHING[seed % len(BATCHING)]
     config = SimConfig(seed=seed, matcher="reference", batch_ms=batch_ms, max_batch=max_batch)
     simulation = Simulation(scenario, config)
