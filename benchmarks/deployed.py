@@ -7,6 +7,7 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +59,24 @@ def write_deployment(
     return folder / "deployment.toml"
 
 
-def measure(zookeeper: str, path: Path, quiet_s: float = 2.0, timeout: float = 600) -> dict[str, Any]:
-    """Run the deployment until the publisher is done and deliveries stop; the figures."""
-    run = LocalDeployment(path, path.parent / "run", zookeeper=zookeeper)
+def measure(
+    zookeeper: str,
+    path: Path,
+    quiet_s: float = 2.0,
+    timeout: float = 600,
+    *,
+    prefix: Callable[[str], Sequence[str]] | None = None,
+    start: Callable[[LocalDeployment], None] | None = None,
+) -> dict[str, Any]:
+    """Run the deployment until the publisher is done and deliveries stop; the figures.
+    ``prefix``: LocalDeployment's; ``start``: starts the run's processes
+    (default: LocalDeployment.start; benchmarks/hosts.py starts them in stages)."""
+    run = LocalDeployment(path, path.parent / "run", zookeeper=zookeeper, prefix=prefix)
     try:
-        run.start()
+        if start is None:
+            run.start()
+        else:
+            start(run)
         run.wait_for(lambda s: s.get("p1", {}).get("done", False), timeout, "the publisher")
         last: dict[str, int] = {}
         quiet = time.monotonic()
