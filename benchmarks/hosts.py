@@ -55,7 +55,7 @@ from deployed import _records, measure, scratch  # noqa: E402
 from papers_workload import Workload  # noqa: E402
 
 from faidecs.net.certificates import create_keys  # noqa: E402
-from faidecs.overlay.runtime.launcher import LocalDeployment  # noqa: E402
+from faidecs.overlay.runtime.launcher import LaunchError, LocalDeployment  # noqa: E402
 
 PREFIX = "fdh"  # every namespace, bridge and veth this module makes starts with it
 
@@ -409,7 +409,7 @@ def per_subscriber(run_dir: Path, subscribers: list[str]) -> dict[str, Any]:
     }
 
 
-def staged_start(run: LocalDeployment, batch: int = 10, timeout: float = 600) -> None:
+def staged_start(run: LocalDeployment, batch: int = 10, timeout: float = 180) -> None:
     """Start the servers, then the subscribers ``batch`` at a time, then the publishers, each
     stage once the previous one is up: dozens of processes registering with ZooKeeper at once on
     two cores take longer than a process waits to register (30 s)."""
@@ -514,33 +514,36 @@ def main() -> None:
         with ZooKeeperServer(host=hosts.bridge_address, max_session_ms=20_000) as zk:
             for k, label in enumerate(labels):
                 row: dict[str, Any] = {"ordering": label}
-                row["throughput"] = run_ordering(
-                    hosts,
-                    zk.address,
-                    layout,
-                    workload,
-                    label,
-                    events=events,
-                    rate=0,
-                    delay_ms=args.delay,
-                    jitter_ms=args.jitter,
-                    name=f"hosts{k}t",
-                    heartbeat_ms=args.heartbeat_ms,
-                )
-                if args.rate:
-                    row["latency"] = run_ordering(
+                try:
+                    row["throughput"] = run_ordering(
                         hosts,
                         zk.address,
                         layout,
                         workload,
                         label,
-                        events=max(200, int(args.rate * (5 if args.quick else 10))),
-                        rate=args.rate,
+                        events=events,
+                        rate=0,
                         delay_ms=args.delay,
                         jitter_ms=args.jitter,
-                        name=f"hosts{k}l",
+                        name=f"hosts{k}t",
                         heartbeat_ms=args.heartbeat_ms,
                     )
+                    if args.rate:
+                        row["latency"] = run_ordering(
+                            hosts,
+                            zk.address,
+                            layout,
+                            workload,
+                            label,
+                            events=max(200, int(args.rate * (5 if args.quick else 10))),
+                            rate=args.rate,
+                            delay_ms=args.delay,
+                            jitter_ms=args.jitter,
+                            name=f"hosts{k}l",
+                            heartbeat_ms=args.heartbeat_ms,
+                        )
+                except LaunchError as exc:  # one ordering that does not come up must not lose the others
+                    row["error"] = str(exc).splitlines()[0]
                 print(json.dumps(_brief(row)), flush=True)
                 rows.append(row)
     result = {
@@ -568,7 +571,7 @@ def main() -> None:
 
 
 def _brief(row: dict[str, Any]) -> dict[str, Any]:
-    out = {"ordering": row["ordering"]}
+    out = {"ordering": row["ordering"], **({"error": row["error"]} if "error" in row else {})}
     for kind in ("throughput", "latency"):
         if kind in row:
             r = row[kind]
@@ -620,9 +623,17 @@ def markdown(r: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     base = next(
-        (x["throughput"]["per_subscriber"]["fed_per_s_mean"] for x in r["rows"] if x["ordering"] == "faidecs"), 0
+        (
+            x["throughput"]["per_subscriber"]["fed_per_s_mean"]
+            for x in r["rows"]
+            if x["ordering"] == "faidecs" and "throughput" in x
+        ),
+        0,
     )
     for x in r["rows"]:
+        if "throughput" not in x:
+            lines.append(f"| {x['ordering']} | did not run: {x.get('error', '')} |  |  |  |  |  |  |  |")
+            continue
         t = x["throughput"]
         p = t["per_subscriber"]
         ratio = base / p["fed_per_s_mean"] if p["fed_per_s_mean"] else 0
