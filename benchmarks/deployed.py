@@ -7,6 +7,7 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,14 +64,26 @@ def write_deployment(
 
 
 def measure(
-    zookeeper: str, path: Path, quiet_s: float = 2.0, timeout: float = 600, expect_fed: int | None = None
+    zookeeper: str,
+    path: Path,
+    quiet_s: float = 2.0,
+    timeout: float = 600,
+    *,
+    expect_fed: int | None = None,
+    prefix: Callable[[str], Sequence[str]] | None = None,
+    start: Callable[[LocalDeployment], None] | None = None,
 ) -> dict[str, Any]:
     """Run the deployment until the publisher is done and deliveries stop; the figures.
     ``expect_fed``: the events each subscriber's engines are fed in all; until then a quiet
-    spell of ``quiet_s`` does not end the run (a busy machine may stall the pipeline that long)."""
-    run = LocalDeployment(path, path.parent / "run", zookeeper=zookeeper)
+    spell of ``quiet_s`` does not end the run (a busy machine may stall the pipeline that long).
+    ``prefix``: LocalDeployment's; ``start``: starts the run's processes (default:
+    LocalDeployment.start; benchmarks/hosts.py starts them in stages)."""
+    run = LocalDeployment(path, path.parent / "run", zookeeper=zookeeper, prefix=prefix)
     try:
-        run.start()
+        if start is None:
+            run.start()
+        else:
+            start(run)
         run.wait_for(lambda s: s.get("p1", {}).get("done", False), timeout, "the publisher")
         last: dict[str, int] = {}
         quiet = time.monotonic()

@@ -18,10 +18,13 @@ rejected message is logged and counted, never raised: one bad peer cannot stop a
 
 from __future__ import annotations
 
+import heapq
 import logging
+import math
+import random
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import zmq
@@ -74,6 +77,74 @@ class _Known:
         return key in self.peers
 
 
+class LinkDelay:
+    """Emulated one-way delay and jitter on a process's outgoing links, for benchmarks only.
+
+    Where the kernel has no ``sch_netem`` (benchmarks/hosts.py), the delay of a LAN or WAN link is
+    emulated here: each outgoing frame is held until its due time,
+    ``max(the link's previous due time, now + delay + uniform(0, jitter))``, so a link stays FIFO as
+    TCP does under netem, and the node's loop sends it when it is due (:meth:`Transport.release`).
+    The jitter is drawn from a generator seeded by ``seed``. Production deployments must not use
+    it: it only adds latency. A frame is sent at most one loop pass (about a millisecond) after
+    its due time."""
+
+    def __init__(
+        self,
+        delay_ms: float,
+        jitter_ms: float = 0.0,
+        seed: int | str = 0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        if not (math.isfinite(delay_ms) and math.isfinite(jitter_ms)) or delay_ms < 0 or jitter_ms < 0:
+            raise ValueError(f"link delay {delay_ms} ms and jitter {jitter_ms} ms must be finite and not negative")
+        self.delay = delay_ms / 1000
+        self.jitter = jitter_ms / 1000
+        self.rng = random.Random(seed)
+        self.clock = clock
+        #: (due, order, link, generation, data, count): due times grow per link, so popping the
+        #: heap keeps each link's order (``order`` breaks ties in sending order).
+        self.held: list[tuple[float, int, str, int, bytes, int]] = []
+        self.last_due: dict[str, float] = {}
+        self.generation: dict[str, int] = {}
+        self.order = 0
+
+    def hold(self, link: str, data: bytes, count: int) -> float:
+        """Queue a frame for ``link``; its due time (the clock's seconds)."""
+        due = self.clock() + self.delay + (self.rng.uniform(0, self.jitter) if self.jitter else 0.0)
+        due = max(due, self.last_due.get(link, due))
+        self.last_due[link] = due
+        self.order += 1
+        heapq.heappush(self.held, (due, self.order, link, self.generation.get(link, 0), data, count))
+        return due
+
+    def due(self) -> list[tuple[str, bytes, int]]:
+        """The frames due now, in due order (per link, in the order they were held)."""
+        out = []
+        now = self.clock()
+        while self.held and self.held[0][0] <= now:
+            _, _, link, generation, data, count = heapq.heappop(self.held)
+            if generation == self.generation.get(link, 0):
+                out.append((link, data, count))
+        return out
+
+    def wait_ms(self) -> int:
+        """Milliseconds until the next frame is due (rounded up); a large number when none is held."""
+        if not self.held:
+            return 1 << 30
+        return max(0, math.ceil((self.held[0][0] - self.clock()) * 1000))
+
+    def forget(self, link: str) -> None:
+        """Drop what is held for ``link`` (its peer went down)."""
+        self.generation[link] = self.generation.get(link, 0) + 1
+        self.last_due.pop(link, None)
+
+    @property
+    def held_frames(self) -> int:
+        """Frames held (those of forgotten links included until their due time)."""
+        return len(self.held)
+
+
 class Codec(Protocol):
     """How a transport turns messages into bytes and back, and which decoded messages it refuses.
 
@@ -105,8 +176,12 @@ class Transport:
         *,
         context: zmq.Context[Any] | None = None,
         codec: Codec,
+        delay: LinkDelay | None = None,
     ):
+        """``delay``: hold every outgoing frame for an emulated link delay (benchmarks only; the
+        caller's loop must call :meth:`release`)."""
         self.process = process
+        self.delay = delay
         self.codec = codec
         self.addresses = dict(addresses)
         self.keys = keys
@@ -178,6 +253,22 @@ class Transport:
         self._put(sock, dst, b"".join(parts), len(msgs))
 
     def _put(self, sock: zmq.Socket[Any], dst: str, data: bytes, count: int) -> None:
+        if self.delay is not None:
+            self.delay.hold(dst, data, count)
+            return
+        self._out(sock, dst, data, count)
+
+    def release(self) -> None:
+        """Send the held frames that are due (with a :class:`LinkDelay`)."""
+        if self.delay is None:
+            return
+        for dst, data, count in self.delay.due():
+            sock = self.outs.get(dst)
+            if sock is None:
+                sock = self.outs[dst] = self._connect(dst)
+            self._out(sock, dst, data, count)
+
+    def _out(self, sock: zmq.Socket[Any], dst: str, data: bytes, count: int) -> None:
         try:
             sock.send(data, zmq.NOBLOCK)
         except zmq.Again:
@@ -212,6 +303,8 @@ class Transport:
         sock = self.outs.pop(peer, None)
         if sock is not None:
             sock.close(linger=0)
+        if self.delay is not None:
+            self.delay.forget(peer)
 
     def receive(self, timeout_ms: int) -> list[tuple[str, Any]]:
         """Messages that arrived within ``timeout_ms`` (at most :data:`MAX_BATCH`), each with the
@@ -317,4 +410,4 @@ class Transport:
             self.context.term()
 
 
-__all__ = ["MAX_MESSAGE", "Codec", "Transport"]
+__all__ = ["MAX_MESSAGE", "Codec", "LinkDelay", "Transport"]

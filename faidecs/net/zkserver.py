@@ -77,20 +77,20 @@ def find_zookeeper(jar_dir: Path = DEBIAN_JARS) -> ZooKeeperInstall:
     return ZooKeeperInstall(java, (str(jar), *extra))
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (another process may take it before the server does)."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` now (another process may take it before the server does)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         port: int = s.getsockname()[1]
         return port
 
 
-def _port_free(port: int) -> bool:
+def _port_free(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         # As the JVM binds: connections of a previous server in TIME_WAIT do not hold the port.
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((host, port))
         except OSError:
             return False
         return True
@@ -115,7 +115,9 @@ class ZooKeeperServer:
     :meth:`stop` (kept, for its log, if the server fails to start). ``tick_ms``: ZooKeeper's tick; sessions
     may ask for timeouts from ``2 * tick_ms`` to ``20 * tick_ms`` unless ``min_session_ms`` /
     ``max_session_ms`` say otherwise. ``durable``: fsync the transaction log (off by default: the
-    overlay keeps only ephemeral nodes and epoch counters there, and tests want speed).
+    overlay keeps only ephemeral nodes and epoch counters there, and tests want speed). ``host``:
+    the address it listens on (a bridge's, for processes in other network namespaces:
+    benchmarks/hosts.py).
 
     The server is stopped at interpreter exit if :meth:`stop` was not called; a parent killed
     with SIGKILL leaves it running (it is in the parent's process group, so a terminal's Ctrl-C
@@ -133,7 +135,9 @@ class ZooKeeperServer:
         durable: bool = False,
         install: ZooKeeperInstall | None = None,
         start_timeout: float = 30.0,
+        host: str = "127.0.0.1",
     ) -> None:
+        self.host = host
         if tick_ms < 1:
             raise ValueError("tick_ms must be positive")
         self._given_port = port
@@ -168,9 +172,9 @@ class ZooKeeperServer:
         # A free port can be taken by someone else before the JVM binds it: try another.
         attempts = 1 if self._given_port is not None else 3
         for attempt in range(attempts):
-            self.port = self._given_port if self._given_port is not None else free_port()
-            if self._given_port is not None and not _port_free(self._given_port):
-                raise ZooKeeperStartError(f"cannot start ZooKeeper: port {self.port} on 127.0.0.1 is already in use")
+            self.port = self._given_port if self._given_port is not None else free_port(self.host)
+            if self._given_port is not None and not _port_free(self._given_port, self.host):
+                raise ZooKeeperStartError(f"cannot start ZooKeeper: port {self.port} on {self.host} is already in use")
             self._launch(install)
             try:
                 self._wait_until_serving()
@@ -205,10 +209,10 @@ class ZooKeeperServer:
 
     @property
     def address(self) -> str:
-        """``127.0.0.1:PORT``: the connection string for kazoo's ``hosts``."""
+        """``HOST:PORT`` (``127.0.0.1:PORT`` by default): the connection string for kazoo's ``hosts``."""
         if self.port is None:
             raise RuntimeError("the server has no port yet: start() it first")
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def running(self) -> bool:
@@ -220,7 +224,7 @@ class ZooKeeperServer:
         if self.port is None:
             return ""
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as s:
+            with socket.create_connection((self.host, self.port), timeout=timeout) as s:
                 s.sendall(word.encode())
                 s.shutdown(socket.SHUT_WR)
                 chunks = []
@@ -250,11 +254,11 @@ class ZooKeeperServer:
             f"tickTime={self.tick_ms}",
             f"dataDir={self.dir}",
             f"clientPort={self.port}",
-            "clientPortAddress=127.0.0.1",
+            f"clientPortAddress={self.host}",
             # The admin server is an HTTP server on port 8080: it would collide between servers.
             "admin.enableServer=false",
             "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons,conf",
-            # Every member of a local deployment connects from 127.0.0.1 (default limit: 60).
+            # Every member of a local deployment connects from one address (default limit: 60).
             "maxClientCnxns=0",
             # Log files are preallocated in 64 MB steps by default; the overlay writes little.
             "preAllocSize=4096",

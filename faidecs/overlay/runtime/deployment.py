@@ -27,6 +27,9 @@ Across hosts the same file is used with the hosts' addresses; each host runs its
 
 UDP publishers (docs/ordering-latch-stage.md) reach each server at its host and port plus
 ``udp_port_offset``; ``[latch]`` sets the latch stage in front of the root replicas.
+
+``[emulation]`` (``link_delay_ms``, ``link_jitter_ms``, ``seed``) delays every frame a process
+sends, to benchmark LAN or WAN delays on one machine (benchmarks/hosts.py); never in production.
 """
 
 from __future__ import annotations
@@ -118,6 +121,25 @@ class LatchSettings(BaseModel):
     late: Literal["drop", "deliver"] = "drop"  # a message after a later one was released
 
 
+class Emulation(BaseModel):
+    """``[emulation]``: a benchmarking aid, never for production. Every process holds each frame it
+    sends for ``link_delay_ms`` plus a uniform jitter of up to ``link_jitter_ms``, in order per
+    link (faidecs.net.transport.LinkDelay), to emulate a LAN or WAN where the kernel cannot
+    (no ``sch_netem``: benchmarks/hosts.py, docs/performance.md). It covers the overlay's ZeroMQ
+    links only: not ZooKeeper, not UDP publishers' datagrams, not Raft's own traffic."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    link_delay_ms: float = Field(default=0, ge=0, le=10_000, allow_inf_nan=False)
+    link_jitter_ms: float = Field(default=0, ge=0, le=10_000, allow_inf_nan=False)
+    #: the jitter's generator is seeded with this and the process's name
+    seed: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self.link_delay_ms > 0 or self.link_jitter_ms > 0
+
+
 class Deployment(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -142,6 +164,8 @@ class Deployment(BaseModel):
     subscribers: dict[str, SubscriberSpec] = Field(default_factory=dict)
     publishers: dict[str, PublisherSpec] = Field(default_factory=dict)
     timing: Timing = Field(default_factory=Timing)
+    #: emulated link delay (benchmarks only; absent or zero: none, at no cost)
+    emulation: Emulation = Field(default_factory=Emulation)
     #: the largest publication a server decodes, in bytes (its event, encoded); larger ones are
     #: refused unread, and a publisher refuses to publish one
     max_event_bytes: int = Field(default=1 << 20, ge=1024, le=64 << 20)
@@ -339,6 +363,7 @@ def load_deployment(path: Path) -> Deployment:
 __all__ = [
     "Deployment",
     "DeploymentError",
+    "Emulation",
     "LatchSettings",
     "PublisherSpec",
     "SubscriberSpec",

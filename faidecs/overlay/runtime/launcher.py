@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,20 @@ class LaunchError(FaidecsError):
 
 
 class LocalDeployment:
-    def __init__(self, path: Path, run_dir: Path, *, zookeeper: str | None = None):
+    def __init__(
+        self,
+        path: Path,
+        run_dir: Path,
+        *,
+        zookeeper: str | None = None,
+        prefix: Callable[[str], Sequence[str]] | None = None,
+    ):
+        """``prefix``: words put before each process's command, given its name, e.g.
+        ``["ip", "netns", "exec", "host1"]`` to run it in a network namespace
+        (benchmarks/hosts.py). The prefix must exec the command, so that the pid kept and
+        signalled is the process's own (``ip netns exec`` does)."""
         self.path = path.resolve()
+        self.prefix = prefix
         self.deployment: Deployment = load_deployment(self.path)
         self.run_dir = run_dir
         self.zookeeper = zookeeper or self.deployment.zookeeper
@@ -83,6 +95,8 @@ class LocalDeployment:
             "--run-dir",
             str(self.run_dir),
         ]
+        if self.prefix is not None:
+            command = [*self.prefix(name), *command]
         err = (self.run_dir / "out" / f"{name}.err").open("ab")
         self.procs[name] = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
         self._save()

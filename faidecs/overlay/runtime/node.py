@@ -31,7 +31,7 @@ from faidecs.merging.roles import Role
 from faidecs.net.certificates import Keys
 from faidecs.net.processlog import ProcessLog
 from faidecs.net.statusfile import StatusFile
-from faidecs.net.transport import MAX_MESSAGE, Transport
+from faidecs.net.transport import MAX_MESSAGE, LinkDelay, Transport
 from faidecs.overlay.core.admission import inconsistency
 from faidecs.overlay.core.authority import Authority
 from faidecs.overlay.core.messages import Ack, Commit, Down, Holds, Message, Send
@@ -108,7 +108,15 @@ class Node:
             max_event=deployment.max_event_bytes,
             max_message=MAX_MESSAGE,
         )
-        self.transport = Transport(process, deployment.address(process), deployment.addresses(), self.keys, codec=codec)
+        emulation = deployment.emulation
+        delay = (  # benchmarks only: [emulation] in the deployment file
+            LinkDelay(emulation.link_delay_ms, emulation.link_jitter_ms, f"{emulation.seed}:{process}")
+            if emulation.active
+            else None
+        )
+        self.transport = Transport(
+            process, deployment.address(process), deployment.addresses(), self.keys, codec=codec, delay=delay
+        )
         self.types = deployment.types
         self.tick_every = deployment.timing.tick_every
         self.log = ProcessLog(log_dir / f"{process}.runlog", deployment.types_source(), process, subscription)
@@ -178,7 +186,10 @@ class Node:
         try:
             while not self.stopping.is_set():
                 now = now_ms()
-                self._receive(max(0, min(next_tick - now, self._due(now))))
+                wait = min(next_tick - now, self._due(now))
+                if self.transport.delay is not None:  # emulated link delay: wake when a frame is due
+                    wait = min(wait, self.transport.delay.wait_ms())
+                self._receive(max(0, wait))
                 while True:
                     try:
                         news = self.news.get_nowait()
@@ -195,6 +206,8 @@ class Node:
                     self._send(self._tick(now))
                 self._after_pass(now)
                 self._flush()
+                if self.transport.delay is not None:
+                    self.transport.release()
                 if now >= next_status:
                     next_status = now + 500
                     self._flush_logs()
