@@ -659,14 +659,19 @@ assert [(f.name, f.type) for f in msgspec.structs.fields(DecisionWire)] == [
 ], "DecisionWire != its layout"
 
 
-def _decisions(v: list[DecisionWire]) -> tuple[Decision, ...]:
+def _each(record: _Record, v: list[Any]) -> tuple[Any, ...]:
+    """Every item of ``v`` built by ``record``; a bad one is named by its index."""
     out = []
     for i, item in enumerate(v):
         try:
-            out.append(_DECISION.build(item))
+            out.append(record.build(item))
         except BadField as bad:
             raise bad.at(i) from None
     return tuple(out)
+
+
+def _decisions(v: list[DecisionWire]) -> tuple[Decision, ...]:
+    return _each(_DECISION, v)
 
 
 def _encode_optional_event(e: Event | None) -> list[Any] | None:
@@ -705,16 +710,7 @@ def _layouts(role: Callable[[RoleWire], Role], event: Callable[[EventWire], Even
         Entry, EntryWire, (), dict(position=NAT, ts=NAT, kind=KIND, event=OPT_EVENT, request=STR, filter=OPT_FILTER)
     )
 
-    def entries(v: list[EntryWire]) -> tuple[Entry, ...]:
-        out = []
-        for i, item in enumerate(v):
-            try:
-                out.append(entry.build(item))
-            except BadField as bad:
-                raise bad.at(i) from None
-        return tuple(out)
-
-    ENTRIES = _Field(EntriesWire, entries, lambda es: [entry.encode(e) for e in es])  # noqa: N806
+    ENTRIES = _Field(EntriesWire, lambda v: _each(entry, v), lambda es: [entry.encode(e) for e in es])  # noqa: N806
     return {
         Publish: dict(publisher=STR, seq=NAT, event=EVENT),
         Connect: dict(role=ROLE, consumer=STR, process=STR, after=FROM_M1),
