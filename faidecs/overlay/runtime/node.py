@@ -35,7 +35,7 @@ from faidecs.net.transport import MAX_MESSAGE, Transport
 from faidecs.overlay.core.admission import inconsistency
 from faidecs.overlay.core.authority import Authority
 from faidecs.overlay.core.messages import Ack, Commit, Down, Holds, Message, Send
-from faidecs.overlay.runtime import wire
+from faidecs.overlay.runtime import profile, wire
 from faidecs.overlay.runtime.codec import OverlayCodec
 from faidecs.overlay.runtime.deployment import Deployment
 
@@ -125,6 +125,8 @@ class Node:
         self.protocol_errors = 0
         self.started_at = 0
         self.outbox: dict[str, list[Message]] = {}
+        #: FAIDECS_PROFILE=1: CPU per message kind, in the status (runtime/profile.py); else None
+        self.profile: Any = None
 
     # --- what a kind of process adds -------------------------------------------------------------
 
@@ -168,6 +170,8 @@ class Node:
         for sig in (signal.SIGTERM, signal.SIGINT):
             if threading.current_thread() is threading.main_thread():
                 signal.signal(sig, lambda *_: self.stop())
+        if profile.enabled():
+            self.profile = profile.attach(self)
         self.member.start()
         now = self.started_at = now_ms()
         self._send(self._start(now))
@@ -257,6 +261,7 @@ class Node:
             "rejected": dict(self.transport.rejected),
             "rejected_from": self._rejected_from(),
             "protocol_errors": self.protocol_errors,
+            **({"profile": self.profile.report()} if self.profile is not None else {}),
         }
 
 
