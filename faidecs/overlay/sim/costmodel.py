@@ -61,6 +61,9 @@ class ProcessCosts(BaseModel):
     tick: float = 0.0
     after: Line = Line()
     send: Line = Line()
+    #: per message sent or received, on top of the loop's own work: ZeroMQ's I/O thread (TCP,
+    #: CurveZMQ) and the loop's idle polls, from the process's whole CPU time less its profile
+    io: float = 0.0
 
     def handling(self, msg: Message) -> float:
         return self.handle.get(type(msg).__name__, self.other).at(positions(msg))
@@ -76,6 +79,8 @@ class CostModel(BaseModel):
     publisher: ProcessCosts = ProcessCosts()
     size: dict[str, Line] = Field(default_factory=dict)
     default_size: Line = Line(a=64.0)
+    #: bytes a frame adds to its messages' (length prefixes, CurveZMQ's box, TCP/IP headers)
+    frame_bytes: float = 0.0
     bandwidth: float = Field(default=0.0, ge=0.0)  # bytes/s of a host's link; 0: unlimited
     latency_us: float = Field(default=50.0, ge=0.0)
     cores: int = Field(default=0, ge=0)
@@ -87,6 +92,9 @@ class CostModel(BaseModel):
 
     def bytes_of(self, msg: Message) -> float:
         return self.size.get(type(msg).__name__, self.default_size).at(positions(msg))
+
+    def frame_size(self, msgs: Sequence[Message]) -> float:
+        return self.frame_bytes + sum(self.bytes_of(m) for m in msgs)
 
     def transmit_us(self, nbytes: float) -> float:
         return nbytes / self.bandwidth * 1e6 if self.bandwidth else 0.0

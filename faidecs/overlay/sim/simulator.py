@@ -552,6 +552,7 @@ class Simulation:
         costs = cost.costs(self._class(process))
         received = [m for src, m in items if src and m is not None]
         cursor = start + (costs.receive.at(sum(positions(m) for m in received)) if received else 0.0) / 1000
+        cursor += costs.io * len(received) / 1000
         self.passing, self.collected = process, []
         fed_before = self._fed_count(process)
         for src, what in items:
@@ -580,9 +581,13 @@ class Simulation:
             if fed != fed_before:
                 self.fed[process] = (fed, cursor)
         sends, self.passing, self.collected = self.collected, None, []
+        for _, msg in sends:
+            if isinstance(msg, Decide):
+                self.batches["Decide"] += 1
+                self.batches["decisions"] += len(msg.decisions)
         out_frames = frames(sends)
         for msgs in out_frames.values():
-            cursor += costs.send.at(sum(positions(m) for m in msgs)) / 1000
+            cursor += (costs.send.at(sum(positions(m) for m in msgs)) + costs.io * len(msgs)) / 1000
         self.busy_until[process] = cursor
         if self.cores:
             self.cores[core] = cursor
@@ -616,7 +621,7 @@ class Simulation:
         for msg in msgs:
             self.messages[type(msg).__name__] += 1
         depart = max(self.clock, self.link_free[src])
-        done = depart + cost.transmit_us(sum(cost.bytes_of(m) for m in msgs)) / 1000
+        done = depart + cost.transmit_us(cost.frame_size(msgs)) / 1000
         self.link_free[src] = done
         arrival = max(done + cost.latency_us / 1000, self.last_arrival.get((src, dst), 0))
         self.last_arrival[(src, dst)] = arrival
