@@ -25,6 +25,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,10 @@ PAPERS = {
 }
 
 
-def sweep(args: argparse.Namespace, model: CostModel, raft_extra: float) -> list[dict[str, Any]]:
+def sweep(
+    args: argparse.Namespace, model: CostModel, raft_extra: float, done: Callable[[list[dict[str, Any]]], object]
+) -> list[dict[str, Any]]:
+    """The modelled rows; ``done`` gets the rows so far after each (a long sweep's partial results)."""
     rows: list[dict[str, Any]] = []
     for scenario in args.scenarios:
         for count in args.counts:
@@ -77,6 +81,7 @@ def sweep(args: argparse.Namespace, model: CostModel, raft_extra: float) -> list
                 }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
+                done(rows)
     return rows
 
 
@@ -206,24 +211,27 @@ def main() -> None:
     model = CostModel.model_validate(calibration["model"]).scaled(
         cores=0, bandwidth=args.gbps * 1e9 / 8, latency_us=args.latency_us
     )
-    rows = sweep(args, model, calibration["raft_extra_us"])
-    result = {
-        "machine": machine(),
-        "servers": args.servers,
-        "gbps": args.gbps,
-        "latency_us": args.latency_us,
-        "events": args.events,
-        "model": model.model_dump(),
-        "raft_extra_us": calibration["raft_extra_us"],
-        "rows": rows,
-        "ratios": ratios(rows),
-        "measured": measured_points(args.out, calibration),
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "evaluation.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "evaluation.md").write_text(markdown(result))
-    plot(result, args.out / "evaluation.png")
-    print(markdown(result))
+
+    def write(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        result = {
+            "machine": machine(),
+            "servers": args.servers,
+            "gbps": args.gbps,
+            "latency_us": args.latency_us,
+            "events": args.events,
+            "model": model.model_dump(),
+            "raft_extra_us": calibration["raft_extra_us"],
+            "rows": rows,
+            "ratios": ratios(rows),
+            "measured": measured_points(args.out, calibration),
+        }
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "evaluation.json").write_text(json.dumps(result, indent=1) + "\n")
+        (args.out / "evaluation.md").write_text(markdown(result))
+        plot(result, args.out / "evaluation.png")
+        return result
+
+    print(markdown(write(sweep(args, model, calibration["raft_extra_us"], write))))
 
 
 if __name__ == "__main__":

@@ -84,6 +84,8 @@ class CostModel(BaseModel):
     bandwidth: float = Field(default=0.0, ge=0.0)  # bytes/s of a host's link; 0: unlimited
     latency_us: float = Field(default=50.0, ge=0.0)
     cores: int = Field(default=0, ge=0)
+    #: the most publications a publisher makes in one pass of its loop (the runtime's budget)
+    publish_per_pass: int = Field(default=256, ge=1)
     #: where the figures come from (the calibration run's machine and date)
     source: str = ""
 

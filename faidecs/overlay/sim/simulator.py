@@ -549,6 +549,8 @@ class Simulation:
                 self.pass_due.add(process)
                 return
         items, self.pending[process] = self.pending[process], []
+        if process in self.publishers and len(items) > cost.publish_per_pass:
+            items, self.pending[process] = items[: cost.publish_per_pass], items[cost.publish_per_pass :]
         costs = cost.costs(self._class(process))
         received = [m for src, m in items if src and m is not None]
         cursor = start + (costs.receive.at(sum(positions(m) for m in received)) if received else 0.0) / 1000
