@@ -675,7 +675,9 @@ class Simulation:
     def _quiet(self, last: int, quiet: float) -> bool:
         if self.clock <= last or any(self.pending[p] for p in self.publishers):
             return False
-        fed = max((t for _, t in self.fed.values()), default=last)
+        if not self.fed:  # nothing fed yet: a long first pass is no quiet
+            return self.clock - last > 20 * quiet
+        fed = max(t for _, t in self.fed.values())
         return self.clock - max(fed, last) > quiet
 
     def _result(self, gate: int, end: int) -> SimResult:
