@@ -35,7 +35,7 @@ from faidecs.net.transport import MAX_MESSAGE, LinkDelay, Transport
 from faidecs.overlay.core.admission import inconsistency
 from faidecs.overlay.core.authority import Authority
 from faidecs.overlay.core.messages import Ack, Commit, Down, Holds, Message, Send
-from faidecs.overlay.runtime import wire
+from faidecs.overlay.runtime import profile, wire
 from faidecs.overlay.runtime.codec import OverlayCodec
 from faidecs.overlay.runtime.deployment import Deployment
 
@@ -135,6 +135,8 @@ class Node:
         self.outbox: dict[str, list[Message]] = {}
         #: bytes of messages of this pass already encoded, by id (see _flush)
         self.encoded: dict[int, bytes] = {}
+        #: FAIDECS_PROFILE=1: CPU per message kind, in the status (runtime/profile.py); else None
+        self.profile: Any = None
 
     # --- what a kind of process adds -------------------------------------------------------------
 
@@ -178,6 +180,8 @@ class Node:
         for sig in (signal.SIGTERM, signal.SIGINT):
             if threading.current_thread() is threading.main_thread():
                 signal.signal(sig, lambda *_: self.stop())
+        if profile.enabled():
+            self.profile = profile.attach(self)
         self.member.start()
         now = self.started_at = now_ms()
         self._send(self._start(now))
@@ -276,6 +280,7 @@ class Node:
             "rejected": dict(self.transport.rejected),
             "rejected_from": self._rejected_from(),
             "protocol_errors": self.protocol_errors,
+            **({"profile": self.profile.report()} if self.profile is not None else {}),
         }
 
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from faidecs.matching.records import Matcher
+from faidecs.overlay.sim.costmodel import CostModel
 
 FaultKind = Literal["crash", "pause", "partition"]
 
@@ -124,6 +125,16 @@ class SimConfig(BaseModel):
     matcher: Matcher = "compiled"
     #: None: publishers send over reliable FIFO links, as the overlay assumes
     input_path: InputPath | None = None
+    #: None: messages are handled the instant they arrive, links add min_delay..max_delay ms.
+    #: A cost model: each process handles what waits for it in passes that take CPU time, and its
+    #: host's link takes time per byte (faidecs/overlay/sim/costmodel.py); servers flush their
+    #: batches at the end of each pass, as the runtime does (batch_ms is not used), and link delays
+    #: are the model's latency (no random delays). For performance runs without faults.
+    cost: CostModel | None = None
+    #: overlay: the type-merging overlay. sequencer: every publication ordered by one replica group
+    #: (``replicas`` of them) for all types, each subscriber reading one stream from it, as the
+    #: runtime's ``ordering = "sequencer"`` baseline (Deployment.sequencer_role)
+    ordering: Literal["overlay", "sequencer"] = "overlay"
 
     @model_validator(mode="after")
     def _delays(self) -> SimConfig:

@@ -35,7 +35,9 @@ from faidecs.overlay.core.messages import Decide, Decision, Message, Publish, Se
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica
 from faidecs.overlay.core.subscriber import SubscriberClient
+from faidecs.overlay.core.weights import positions
 from faidecs.overlay.sim.audit import StreamGap, stream_gaps
+from faidecs.overlay.sim.costmodel import ProcessClass, frames
 from faidecs.overlay.sim.scenario import Fault, Joiner, Scenario, SimConfig
 from faidecs.runs.runlog import Notified, Published, RunLog, RunRecorder
 
@@ -72,6 +74,14 @@ class SimResult:
     lost_on_path: int = 0  # copies of publications the lossy path dropped
     #: batch_ms: "Decide": batches of decisions sent, "decisions": the decisions they carried
     batches: Counter[str] = field(default_factory=Counter)
+    #: cost model: (process, time, relation) of each delivery, time in fractional virtual ms
+    delivered_at: list[tuple[str, float, tuple[str, ...]]] = field(default_factory=list)
+    #: cost model: event id -> when its publisher sent it (fractional virtual ms)
+    published_clock: dict[str, float] = field(default_factory=dict)
+    #: cost model: subscriber -> (events fed to its engines, when the last was fed)
+    fed: dict[str, tuple[int, float]] = field(default_factory=dict)
+    #: cost model: process -> CPU µs it spent
+    busy_us: Counter[str] = field(default_factory=Counter)
 
     def input_log(self) -> RunLog:
         """The root mergers' input as a run log of its own: every publication sent, and per root
@@ -122,7 +132,12 @@ class Simulation:
                 raise ValueError(f"process {name}: give exactly one subscription")
             self.subscriptions[name] = program.subscriptions[0]
         self.servers = [f"m{k}" for k in range(1, scenario.servers + 1)]
-        self.roles = merger_roles(self.types, self.subscriptions.values())
+        if config.ordering == "sequencer":
+            self.sequencer: Role | None = role_of([min(self.types)])
+            self.roles = [self.sequencer]
+        else:
+            self.sequencer = None
+            self.roles = merger_roles(self.types, self.subscriptions.values())
         replicas = config.replicas
 
         @cache
@@ -151,23 +166,24 @@ class Simulation:
                     retain=config.retain,
                     ack_every=config.ack_every,
                     on_commit=self._committed if is_root(role) else None,
-                    batching=config.batch_ms > 0,
+                    batching=config.batch_ms > 0 or config.cost is not None,
                     max_batch=config.max_batch,
                 )
-        self.hosts = {server: ServerHost(server, reps) for server, reps in self.replicas.items()}
+        self.hosts = {server: ServerHost(server, reps, self.root) for server, reps in self.replicas.items()}
         self.clients: dict[str, SubscriberClient] = {}
         self.publishers = sorted({p for _, p, _ in scenario.publications})
         processes = [*self.servers, *self.subscriptions, *self.publishers]
         self.coordination = SimulatedCoordination(self.roles, placement, processes)
         # Every message between processes is put to the authority a deployment's process checks
         # its peers with: an honest message it would refuse is a bug (of the rules or the core).
-        self.authorities = {p: Authority(p, self._roster()) for p in processes}
+        roster = self._roster()  # one for all: an Authority only reads it
+        self.authorities = {p: Authority(p, roster) for p in processes}
         self.state: dict[str, str] = {p: "up" for p in processes}
         self.inbox: dict[str, list[tuple[str, Message]]] = {p: [] for p in processes}
         self.incarnation: Counter[str] = Counter()
         self.partitions: list[tuple[frozenset[str], int, int]] = []
-        self.last_arrival: dict[tuple[str, str], int] = {}
-        self.queue: list[tuple[int, int, str, Any]] = []
+        self.last_arrival: dict[tuple[str, str], float] = {}
+        self.queue: list[tuple[float, int, str, Any]] = []
         self.seq = 0
         self.now = 0
         self.messages: Counter[str] = Counter()
@@ -180,6 +196,20 @@ class Simulation:
         self.sent: list[dict[str, Any]] = []
         self.flush_due: set[str] = set()  # batch_ms: servers with a flush on the queue
         self.batches: Counter[str] = Counter()  # batch_ms: Decide batches (and positions) sent
+        # The cost model's state (config.cost): the fine clock, each process's waiting work and
+        # when it is free, when each host's link is free, the CPUs' free times (cores > 0).
+        self.clock: float = 0.0
+        self.pending: dict[str, list[tuple[str, Any]]] = {p: [] for p in processes}
+        self.busy_until: dict[str, float] = dict.fromkeys(processes, 0.0)
+        self.pass_due: set[str] = set()
+        self.link_free: dict[str, float] = dict.fromkeys(processes, 0.0)
+        self.cores: list[float] = [0.0] * (config.cost.cores if config.cost is not None else 0)
+        self.passing: str | None = None
+        self.collected: list[Send] = []
+        self.delivered_at: list[tuple[str, float, tuple[str, ...]]] = []
+        self.published_clock: dict[str, float] = {}
+        self.fed: dict[str, tuple[int, float]] = {}
+        self.busy_us: Counter[str] = Counter()
         # The lossy input path draws from its own generator: without it every run is as before.
         path = config.input_path
         self.input_rng = random.Random(f"{config.seed}:input") if path is not None else None
@@ -195,9 +225,19 @@ class Simulation:
                         r.lossy_inputs = True
                         r.fifo_inputs = latch is not None and path.latch is not None and path.latch.late == "drop"
 
+    def root(self, type_name: str) -> Role:
+        """The role a publication of ``type_name`` goes to: its root merger, or the sequencer."""
+        return self.sequencer if self.sequencer is not None else role_of([type_name])
+
+    def split(self, subscription: Subscription) -> list[tuple[Role, tuple[int, ...], Subscription]]:
+        """A subscriber's streams: one per merger its conjunctions need, or the sequencer's one."""
+        if self.sequencer is not None:
+            return [(self.sequencer, tuple(range(len(subscription.conjunctions))), subscription)]
+        return split_by_role(subscription)
+
     def _roster(self) -> Roster:
         streams = {
-            name: {role: (stream_key(part), stream_filter(part)) for role, _, part in split_by_role(sub)}
+            name: {role: (stream_key(part), stream_filter(part)) for role, _, part in self.split(sub)}
             for name, sub in self.subscriptions.items()
         }
         return Roster(
@@ -205,7 +245,7 @@ class Simulation:
             placement={role: self.placement(role) for role in self.roles},
             streams=streams,
             joins_from={j.process: j.peer for j in self.scenario.joiners},
-            root=lambda type_name: role_of([type_name]),
+            root=self.root,
         )
 
     # --- observer of the clients -----------------------------------------------------------------
@@ -213,6 +253,8 @@ class Simulation:
     def deliver(self, process: str, conjunction: int, relation: tuple[str, ...]) -> None:
         self.recorder.deliver(process, conjunction, relation)
         self.first_delivery_at.setdefault(process, self.now)
+        if self.config.cost is not None:
+            self.delivered_at.append((process, self.clock, relation))
         rule = self.scenario.reactions.get(process)
         if rule is not None and self.reacted[process] < rule.limit:
             self.reacted[process] += 1
@@ -237,11 +279,14 @@ class Simulation:
 
     # --- the event loop ------------------------------------------------------------------------
 
-    def _at(self, time: int, kind: str, payload: Any) -> None:
+    def _at(self, time: float, kind: str, payload: Any) -> None:
         self.seq += 1
         heapq.heappush(self.queue, (time, self.seq, kind, payload))
 
     def _send(self, src: str, sends: list[Send]) -> None:
+        if self.config.cost is not None and src != COORDINATOR:
+            self._send_costed(src, sends)
+            return
         for dst, msg in sends:
             self.messages[type(msg).__name__] += 1
             if src == COORDINATOR:
@@ -251,9 +296,9 @@ class Simulation:
                 for group, start, end in self.partitions:
                     if start <= self.now < end and (src in group) != (dst in group) and self._server_link(src, dst):
                         arrival = max(arrival, end + self.rng.randint(self.config.min_delay, self.config.max_delay))
-            arrival = max(arrival, self.last_arrival.get((src, dst), 0))
-            self.last_arrival[(src, dst)] = arrival
-            self._at(arrival, "msg", (src, dst, msg))
+            at = max(arrival, self.last_arrival.get((src, dst), 0))
+            self.last_arrival[(src, dst)] = at
+            self._at(at, "msg", (src, dst, msg))
 
     def _server_link(self, a: str, b: str) -> bool:
         return a in self.replicas and b in self.replicas
@@ -265,6 +310,10 @@ class Simulation:
         if state == "paused":
             self.inbox[dst].append((src, msg))
             return
+        self._send(dst, self._outputs(dst, src, msg))
+
+    def _outputs(self, dst: str, src: str, msg: Message) -> list[Send]:
+        """What ``dst`` sends on handling ``msg`` from ``src``."""
         if src != dst and src != COORDINATOR and not isinstance(msg, Latched):
             refused = self.authorities[dst].refuse(src, msg)
             if refused is not None:
@@ -279,10 +328,14 @@ class Simulation:
             self._arm_flush(dst)
         elif dst in self.clients:
             out = self.clients[dst].handle(src, msg, self.now)
-        self._send(dst, out)
+        return out
 
     def _tick(self, process: str) -> None:
         if self.state[process] != "up":
+            return
+        if self.config.cost is not None:  # in the process's next pass
+            self._enqueue(process, ("", None))
+            self._at(self.now + self.config.tick_every, "tick", process)
             return
         out: list[Send] = self.hosts[process].tick(self.now) if process in self.hosts else []
         if process in self.hosts:
@@ -297,14 +350,23 @@ class Simulation:
             if done is not None and done():
                 return
             time, _, kind, payload = heapq.heappop(self.queue)
-            self.now = time
+            self.clock = time
+            self.now = int(time)
             if kind == "msg":
                 src, dst, msg = payload
-                self._dispatch(dst, src, msg)
+                if self.config.cost is not None and src != COORDINATOR:
+                    self._enqueue(dst, (src, msg))
+                else:
+                    self._dispatch(dst, src, msg)
+            elif kind == "pass":
+                self._pass(payload)
             elif kind == "tick":
                 self._tick(payload)
             elif kind == "publish":
-                self._publish(*payload)
+                if self.config.cost is not None:
+                    self._enqueue(payload[0], ("", payload[1]))
+                else:
+                    self._publish(*payload)
             elif kind == "join":
                 self._join(payload)
             elif kind == "leave":
@@ -325,6 +387,7 @@ class Simulation:
                 if self.state[process] != "up" and self.incarnation[process] == incarnation:
                     self._send(COORDINATOR, self.coordination.session_lost(process))
         self.now = max(self.now, until)
+        self.clock = max(self.clock, until)
 
     # --- actions ---------------------------------------------------------------------------------
 
@@ -336,7 +399,9 @@ class Simulation:
         except EventError as exc:
             raise ValueError(f"publication by {publisher} at {self.now} ms: {exc}") from None
         self.published_at.setdefault(validated.id, self.now)
-        root = role_of([validated.type])
+        if self.config.cost is not None:
+            self.published_clock.setdefault(validated.id, self.clock)
+        root = self.root(validated.type)
         message = Publish(publisher, seq, validated)
         if self.config.input_path is not None:
             self.sent.append(
@@ -387,6 +452,8 @@ class Simulation:
         self._send(server, out)
 
     def _arm_flush(self, server: str) -> None:
+        if self.config.cost is not None:
+            return  # the end of each pass flushes
         if self.config.batch_ms and server not in self.flush_due:
             self.flush_due.add(server)
             self._at(self.now + self.config.batch_ms, "flush", server)
@@ -415,6 +482,7 @@ class Simulation:
             retry_every=self.config.retry_every,
             ack_every=self.config.ack_every,
             down=self.coordination.expired,
+            split=self.split,
         )
         self.clients[name] = client
         self._send(name, client.start(self.now))
@@ -451,9 +519,125 @@ class Simulation:
         self._send(COORDINATOR, self.coordination.session_back(process))
         self._at(self.now + self.config.tick_every, "tick", process)
 
+    # --- the cost model (config.cost) -----------------------------------------------------------
+
+    def _class(self, process: str) -> ProcessClass:
+        return "server" if process in self.hosts else "subscriber" if process in self.subscriptions else "publisher"
+
+    def _enqueue(self, process: str, item: tuple[str, Any]) -> None:
+        """Work for ``process``: a message (sender, message), a tick ("", None) or, for a
+        publisher, a publication ("", event). It is done in the process's next pass."""
+        self.pending[process].append(item)
+        if process not in self.pass_due:
+            self.pass_due.add(process)
+            self._at(max(self.clock, self.busy_until[process]), "pass", process)
+
+    def _pass(self, process: str) -> None:
+        """One pass of ``process``'s loop: everything waiting for it, handled one after another
+        from when it (and, with ``cores``, a CPU) is free; its replies leave when the pass ends."""
+        cost = self.config.cost
+        assert cost is not None
+        self.pass_due.discard(process)
+        if self.state[process] != "up":
+            return  # runs with the cost model have no faults; a stopped process does nothing
+        start = self.clock
+        core = 0
+        if self.cores:
+            core = min(range(len(self.cores)), key=self.cores.__getitem__)
+            if self.cores[core] > start:  # no CPU free: the pass starts when one is
+                self._at(self.cores[core], "pass", process)
+                self.pass_due.add(process)
+                return
+        items, self.pending[process] = self.pending[process], []
+        if process in self.publishers and len(items) > cost.publish_per_pass:
+            items, self.pending[process] = items[: cost.publish_per_pass], items[cost.publish_per_pass :]
+        costs = cost.costs(self._class(process))
+        received = [m for src, m in items if src and m is not None]
+        cursor = start + (costs.receive.at(sum(positions(m) for m in received)) if received else 0.0) / 1000
+        cursor += costs.io * len(received) / 1000
+        self.passing, self.collected = process, []
+        fed_before = self._fed_count(process)
+        for src, what in items:
+            self.clock, self.now = cursor, int(cursor)
+            if src:
+                self.collected += self._outputs(process, src, what)
+                cursor += costs.handling(what) / 1000
+            elif what is None:
+                out: list[Send] = self.hosts[process].tick(self.now) if process in self.hosts else []
+                if process in self.clients:
+                    out += self.clients[process].tick(self.now)
+                self.collected += out
+                cursor += costs.tick / 1000
+            else:
+                self._publish(process, what)
+        self.clock, self.now = cursor, int(cursor)
+        queued = sum(positions(m) for _, m in self.collected)
+        if process in self.hosts:
+            self.collected += self.hosts[process].flush(self.now)
+        if process in self.hosts:
+            cursor += costs.after.at(sum(positions(m) for _, m in self.collected) - queued) / 1000
+        elif process not in self.clients and queued:  # a publisher's publications are its after-pass work
+            cursor += costs.after.at(queued) / 1000
+        if process in self.clients:
+            fed = self._fed_count(process)
+            if fed != fed_before:
+                self.fed[process] = (fed, cursor)
+        sends, self.passing, self.collected = self.collected, None, []
+        for _, msg in sends:
+            if isinstance(msg, Decide):
+                self.batches["Decide"] += 1
+                self.batches["decisions"] += len(msg.decisions)
+        out_frames = frames(sends)
+        for msgs in out_frames.values():
+            cursor += (costs.send.at(sum(positions(m) for m in msgs)) + costs.io * len(msgs)) / 1000
+        self.busy_until[process] = cursor
+        if self.cores:
+            self.cores[core] = cursor
+        self.busy_us[process] += round((cursor - start) * 1000)
+        self.clock, self.now = cursor, int(cursor)
+        for dst, msgs in out_frames.items():
+            self._transmit(process, dst, msgs)
+        self.clock, self.now = start, int(start)
+        if self.pending[process] and process not in self.pass_due:
+            self.pass_due.add(process)
+            self._at(cursor, "pass", process)
+
+    def _fed_count(self, process: str) -> int:
+        client = self.clients.get(process)
+        return sum(len(s.fed) for s in client.streams.values()) if client is not None else 0
+
+    def _send_costed(self, src: str, sends: list[Send]) -> None:
+        """Sends under the cost model: collected during ``src``'s pass; outside one (a client's
+        start, a publication's copies) each destination's messages go at once, one frame."""
+        if src == self.passing:
+            self.collected += sends
+            return
+        for dst, msgs in frames(sends).items():
+            self._transmit(src, dst, msgs)
+
+    def _transmit(self, src: str, dst: str, msgs: list[Message]) -> None:
+        """One frame from ``src``'s host link to ``dst``: after the frames before it on that link,
+        its bytes at the link's bandwidth, then the propagation latency; FIFO per pair."""
+        cost = self.config.cost
+        assert cost is not None
+        for msg in msgs:
+            self.messages[type(msg).__name__] += 1
+        depart = max(self.clock, self.link_free[src])
+        done = depart + cost.transmit_us(cost.frame_size(msgs)) / 1000
+        self.link_free[src] = done
+        arrival = max(done + cost.latency_us / 1000, self.last_arrival.get((src, dst), 0))
+        self.last_arrival[(src, dst)] = arrival
+        for msg in msgs:
+            if dst == src:
+                self._enqueue(dst, (src, msg))
+            else:
+                self._at(arrival, "msg", (src, dst, msg))
+
     # --- a run -----------------------------------------------------------------------------------
 
-    def run(self) -> SimResult:
+    def run(self, quiet: float | None = None) -> SimResult:
+        """The run. ``quiet`` (cost model only): end once every publication was sent and no
+        subscriber's engines were fed for ``quiet`` ms, rather than ``settle`` after the last one."""
         cfg = self.config
         self._send(COORDINATOR, self.coordination.start())
         for server, host in self.hosts.items():
@@ -481,8 +665,20 @@ class Simulation:
             self._at(gate + fault.at, "fault", fault)
             last = max(last, gate + fault.at + fault.duration)
         end = last + cfg.settle
-        self._run_until(end)
+        if quiet is not None and cfg.cost is not None:
+            self._run_until(end, done=lambda: self._quiet(last, quiet))
+            end = self.now
+        else:
+            self._run_until(end)
         return self._result(gate, end)
+
+    def _quiet(self, last: int, quiet: float) -> bool:
+        if self.clock <= last or any(self.pending[p] for p in self.publishers):
+            return False
+        if not self.fed:  # nothing fed yet: a long first pass is no quiet
+            return self.clock - last > 20 * quiet
+        fed = max(t for _, t in self.fed.values())
+        return self.clock - max(fed, last) > quiet
 
     def _result(self, gate: int, end: int) -> SimResult:
         final = {name: client.final_queues() for name, client in self.clients.items()}
@@ -513,6 +709,10 @@ class Simulation:
         result.latch = {(s, r, p): st for s, stage in self.stages.items() for (r, p), st in stage.stats().items()}
         result.lost_on_path = self.lost_on_path
         result.batches = self.batches
+        result.delivered_at = self.delivered_at
+        result.published_clock = self.published_clock
+        result.fed = self.fed
+        result.busy_us = self.busy_us
         result.gaps = stream_gaps(result)
         return result
 
