@@ -186,11 +186,26 @@ def measured_points(out: Path, calibration: dict[str, Any]) -> list[dict[str, An
     """Measured figures next to the model's: the namespace deployments (hosts.json, written by
     benchmarks/hosts.py) when they exist, and the loopback validation of the calibration."""
     points = [{"source": "loopback (calibration)", **v} for v in calibration.get("validation", [])]
-    hosts = out / "hosts.json"
-    if hosts.exists():
-        data = json.loads(hosts.read_text())
+    for name in ("hosts.json", "hosts-quick.json"):
+        path = out / name
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
         for r in data.get("rows", []):
-            points.append({"source": "hosts.json", **r})
+            throughput, latency = r.get("throughput") or {}, r.get("latency") or {}
+            fed = throughput.get("per_subscriber", {}).get("fed_per_s_mean", throughput.get("fed_per_s_mean"))
+            points.append(
+                {
+                    "source": name,
+                    "setup": f"{data['scenario']}, {data['subscribers']} subscribers, {data['servers']} server hosts",
+                    "scenario": data["scenario"],
+                    "subscribers": data["subscribers"],
+                    "ordering": r["ordering"],
+                    "measured_events_per_s": throughput.get("events_per_s"),
+                    "per_subscriber": fed,
+                    "measured_p50_ms": latency.get("latency_ms", {}).get("p50"),
+                }
+            )
     return points
 
 
