@@ -31,7 +31,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from faidecs.overlay.core.messages import Ack, Commit, Holds, Message, Send
+from faidecs.overlay.core.coalesce import coalesce
+from faidecs.overlay.core.messages import Message, Send
 from faidecs.overlay.core.weights import positions
 
 ProcessClass = Literal["server", "subscriber", "publisher"]
@@ -106,33 +107,13 @@ class CostModel(BaseModel):
         return self.model_copy(update=changes)
 
 
-def _supersede_key(msg: Message) -> tuple[Any, ...] | None:
-    """As :func:`faidecs.overlay.runtime.node.supersede_key` (the simulator may not import the
-    runtime; a unit test checks the two agree)."""
-    if isinstance(msg, Holds):
-        return ("holds", msg.role, msg.epoch, msg.replica)
-    if isinstance(msg, Commit):
-        return ("commit", msg.role, msg.epoch)
-    if isinstance(msg, Ack):
-        return ("ack", msg.role, msg.consumer, msg.process)
-    return None
-
-
 def frames(sends: Sequence[Send]) -> dict[str, list[Message]]:
     """A pass's sends as the runtime sends them: one frame per destination, in order of first
     send, without the messages a later one of the same key supersedes."""
     out: dict[str, list[Message]] = {}
     for dst, msg in sends:
         out.setdefault(dst, []).append(msg)
-    for dst, msgs in out.items():
-        last: dict[tuple[Any, ...], int] = {}
-        for k, m in enumerate(msgs):
-            key = _supersede_key(m)
-            if key is not None:
-                last[key] = k
-        if last:
-            out[dst] = [m for k, m in enumerate(msgs) if (key := _supersede_key(m)) is None or last[key] == k]
-    return out
+    return {dst: coalesce(msgs) for dst, msgs in out.items()}
 
 
 __all__ = ["CostModel", "Line", "ProcessClass", "ProcessCosts", "frames"]
