@@ -124,14 +124,13 @@ class ForwardBatch:
         return [Forward(role, e.position, e.ts, e.kind, e.event, consumer, e.request, e.filter) for e in self.entries]
 
     @staticmethod
-    def of(forwards: list[Forward]) -> Forward | ForwardBatch:
-        """One message for ``forwards`` (of one role and consumer, at least one): the Forward
-        itself when it is alone."""
-        if len(forwards) == 1:
-            return forwards[0]
-        first = forwards[0]
-        entries = tuple(Entry(f.position, f.ts, f.kind, f.event, f.request, f.filter) for f in forwards)
-        return ForwardBatch(first.role, first.consumer, entries)
+    def of(role: Role, consumer: str, entries: tuple[Entry, ...]) -> Forward | ForwardBatch:
+        """One message for ``entries`` (at least one) of ``role``'s stream to ``consumer``: a
+        Forward when it is alone."""
+        if len(entries) == 1:
+            e = entries[0]
+            return Forward(role, e.position, e.ts, e.kind, e.event, consumer, e.request, e.filter)
+        return ForwardBatch(role, consumer, entries)
 
 
 @dataclass(frozen=True, slots=True)

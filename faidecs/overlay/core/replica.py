@@ -349,20 +349,9 @@ class MergerReplica:
         return out
 
     def _batches(self, decisions: list[Decision], start: int, end: int) -> list[tuple[Decision, ...]]:
-        """``decisions[start:end]`` cut into batches of at most ``max_batch``, each ending at the
-        first decision with a filter it holds (a message carries at most one filter)."""
-        out: list[tuple[Decision, ...]] = []
-        filtered = self.log.filtered
-        k = bisect_left(filtered, start)  # the positions with a filter are few: found, not scanned for
-        while start < end:
-            stop = min(end, start + self.max_batch)
-            while k < len(filtered) and filtered[k] < start:
-                k += 1
-            if k < len(filtered) and filtered[k] < stop:
-                stop = filtered[k] + 1
-            out.append(tuple(decisions[start:stop]))
-            start = stop
-        return out
+        """``decisions[start:end]`` cut into batches (:func:`_cuts`); the positions with a filter
+        are few, and the log keeps them (``log.filtered``)."""
+        return [tuple(decisions[a:b]) for a, b in _cuts(start, end, self.max_batch, self.log.filtered)]
 
     def _decide_arrivals(self, now: int) -> list[Send]:
         out: list[Send] = []
@@ -810,22 +799,11 @@ class MergerReplica:
         if not entries:
             return []
         link.sent_at = now
-        out: list[Send] = []
-        start, cap = 0, self.max_batch
-        while start < len(entries):
-            stop = min(len(entries), start + cap)
-            for p in range(start, stop):
-                if entries[p].filter is not None:
-                    stop = p + 1
-                    break
-            if stop - start == 1:
-                e = entries[start]
-                msg: Message = Forward(self.role, e.position, e.ts, e.kind, e.event, link.consumer, e.request, e.filter)
-            else:
-                msg = ForwardBatch(self.role, link.consumer, tuple(entries[start:stop]))
-            out.append((link.process, msg))
-            start = stop
-        return out
+        marks = [k for k, e in enumerate(entries) if e.filter is not None]
+        return [
+            (link.process, ForwardBatch.of(self.role, link.consumer, tuple(entries[a:b])))
+            for a, b in _cuts(0, len(entries), self.max_batch, marks)
+        ]
 
     def _link_entries(self, link: Link, now: int) -> list[Entry]:
         out: list[Entry] = []
@@ -889,6 +867,21 @@ class MergerReplica:
 
     def committed(self) -> list[Decision]:
         return self.log.decisions[: self.log.commit + 1]
+
+
+def _cuts(start: int, end: int, cap: int, marks: list[int]) -> list[tuple[int, int]]:
+    """``[start, end)`` cut into ranges of at most ``cap`` items, each ending at the first of the
+    sorted positions ``marks`` it holds (items with a filter: a message carries at most one)."""
+    out: list[tuple[int, int]] = []
+    k = bisect_left(marks, start)
+    while start < end:
+        stop = min(end, start + cap)
+        if k < len(marks) and marks[k] < stop:
+            stop = marks[k] + 1
+            k += 1
+        out.append((start, stop))
+        start = stop
+    return out
 
 
 __all__ = ["Consumers", "Inputs", "Link", "MergerReplica", "Placement", "ProtocolError", "ReplicatedLog", "Upstream"]
