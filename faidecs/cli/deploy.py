@@ -41,7 +41,14 @@ def cmd_node(args: argparse.Namespace) -> int:
         return 2
     for sub in ("logs", "status"):
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
-    node = open_node(deployment, args.process, zookeeper, log_dir=run_dir / "logs", status_dir=run_dir / "status")
+    node = open_node(
+        deployment,
+        args.process,
+        zookeeper,
+        log_dir=run_dir / "logs",
+        status_dir=run_dir / "status",
+        state_dir=run_dir / "state" / args.process,
+    )
     profile = os.environ.get("FAIDECS_PROFILE")  # a folder: where each process leaves its cProfile stats
     if profile:
         import cProfile

@@ -83,6 +83,34 @@ class Timing(BaseModel):
     max_batch: int = Field(default=128, ge=1, le=4096)
 
 
+class Durability(BaseModel):
+    """``[durability]``: what each process keeps on disk, in its folder of the run folder
+    (``<run>/state/<process>``), so that it restarts where it stood (docs/deploy.md, "Durability").
+
+    ``sync`` is when a replica's log and a publisher's outbox reach the disk. Every loop pass
+    writes what it appended to the operating system before it sends anything that acknowledges it,
+    so a killed process loses nothing it acknowledged either way; ``always`` also ``fsync``s then
+    (an acknowledged write survives a power loss of every machine), ``group`` at most every
+    ``group_ms`` (a power loss of a majority within that window may lose the last writes).
+    ``off``: nothing on disk; a restarted replica has lost its log (the amnesia rule), a restarted
+    publisher and subscriber start over."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sync: Literal["always", "group", "off"] = "group"
+    group_ms: int = Field(default=5, ge=0, le=10_000)
+    #: a log segment's size before the next one starts (whole segments are trimmed)
+    segment_bytes: int = Field(default=16 << 20, ge=1 << 16, le=1 << 30)
+    #: a subscriber checkpoints its engine and stream positions every this many deliveries ...
+    checkpoint_every: int = Field(default=1000, ge=1)
+    #: ... or this many milliseconds after a delivery it has not checkpointed, whichever first
+    checkpoint_ms: int = Field(default=1000, ge=1)
+
+    @property
+    def enabled(self) -> bool:
+        return self.sync != "off"
+
+
 class SubscriberSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -164,6 +192,7 @@ class Deployment(BaseModel):
     subscribers: dict[str, SubscriberSpec] = Field(default_factory=dict)
     publishers: dict[str, PublisherSpec] = Field(default_factory=dict)
     timing: Timing = Field(default_factory=Timing)
+    durability: Durability = Field(default_factory=Durability)
     #: emulated link delay (benchmarks only; absent or zero: none, at no cost)
     emulation: Emulation = Field(default_factory=Emulation)
     #: the largest publication a server decodes, in bytes (its event, encoded); larger ones are
@@ -361,6 +390,7 @@ def load_deployment(path: Path) -> Deployment:
 
 
 __all__ = [
+    "Durability",
     "Deployment",
     "DeploymentError",
     "Emulation",

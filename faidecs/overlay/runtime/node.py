@@ -64,10 +64,12 @@ class Node:
         status_dir: Path | None = None,
         roles: Mapping[Role, tuple[str, ...]] | None = None,
         subscription: str | None = None,
+        state_dir: Path | None = None,
     ):
         """``roles``: the merger roles this process is a candidate for, with their replicas (a
         server's); ``subscription``: the source of the subscription its process log records (a
-        subscriber's)."""
+        subscriber's); ``state_dir``: the folder of what it keeps on disk to restart
+        where it stood (``[durability]``; None or ``sync = "off"``: nothing)."""
         if process not in deployment.processes():
             raise FaidecsError(f"process {process} is not in deployment {deployment.name}")
         self.d = deployment
@@ -76,6 +78,7 @@ class Node:
         self.stopping = threading.Event()
         self.news: queue.SimpleQueue[Message] = queue.SimpleQueue()
         self.status_dir = status_dir
+        self.state_dir = state_dir if deployment.durability.enabled else None
         self.status_file = StatusFile(status_dir / f"{process}.json") if status_dir is not None else None
         self.keys = None if deployment.insecure else Keys.load(deployment.path(deployment.keys or ""), process)
         codec = OverlayCodec(

@@ -13,7 +13,13 @@ from faidecs.overlay.runtime.subscriber_node import SubscriberNode
 
 
 def open_node(
-    deployment: Deployment, process: str, zookeeper: str, *, log_dir: Path, status_dir: Path | None = None
+    deployment: Deployment,
+    process: str,
+    zookeeper: str,
+    *,
+    log_dir: Path,
+    status_dir: Path | None = None,
+    state_dir: Path | None = None,
 ) -> Node:
     """The node that ``process`` of ``deployment`` is: a server, a subscriber or a publisher."""
     if process not in deployment.processes():
@@ -25,7 +31,7 @@ def open_node(
         kind = SubscriberNode
     else:
         kind = PublisherNode
-    return kind(deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir)
+    return kind(deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir, state_dir=state_dir)
 
 
 __all__ = ["open_node"]

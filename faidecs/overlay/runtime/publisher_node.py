@@ -48,9 +48,16 @@ class PublisherNode(Node):
     root merger (over the overlay's links, or as UDP datagrams)."""
 
     def __init__(
-        self, deployment: Deployment, process: str, zookeeper: str, *, log_dir: Path, status_dir: Path | None = None
+        self,
+        deployment: Deployment,
+        process: str,
+        zookeeper: str,
+        *,
+        log_dir: Path,
+        status_dir: Path | None = None,
+        state_dir: Path | None = None,
     ):
-        super().__init__(deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir)
+        super().__init__(deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir, state_dir=state_dir)
         self.publisher = deployment.publishers[process]
         self.events: Iterator[dict[str, Any]] | None = read_events(deployment.path(self.publisher.events))
         self.validator = EventValidator(deployment.types)

@@ -33,7 +33,14 @@ class ServerNode(Node):
     """A server: the merger replicas that placement gives it, behind one :class:`ServerHost`."""
 
     def __init__(
-        self, deployment: Deployment, process: str, zookeeper: str, *, log_dir: Path, status_dir: Path | None = None
+        self,
+        deployment: Deployment,
+        process: str,
+        zookeeper: str,
+        *,
+        log_dir: Path,
+        status_dir: Path | None = None,
+        state_dir: Path | None = None,
     ):
         self.udp_publishers = set(deployment.udp_publishers())
         roles: dict[Role, tuple[str, ...]] = {}
@@ -68,7 +75,9 @@ class ServerNode(Node):
                 on_commit=self._committed if udp_root else None,
             )
             roles[role] = deployment.placement(role)
-        super().__init__(deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir, roles=roles)
+        super().__init__(
+            deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir, state_dir=state_dir, roles=roles
+        )
         self.host = ServerHost(process, replicas, deployment.root_role)
         self.udp_in: UdpReceiver | None = None
         if self.udp_publishers:

@@ -18,7 +18,14 @@ class SubscriberNode(Node):
     client's observer)."""
 
     def __init__(
-        self, deployment: Deployment, process: str, zookeeper: str, *, log_dir: Path, status_dir: Path | None = None
+        self,
+        deployment: Deployment,
+        process: str,
+        zookeeper: str,
+        *,
+        log_dir: Path,
+        status_dir: Path | None = None,
+        state_dir: Path | None = None,
     ):
         subscription = deployment.subscription(process)
         spec = deployment.subscribers[process]
@@ -28,6 +35,7 @@ class SubscriberNode(Node):
             zookeeper,
             log_dir=log_dir,
             status_dir=status_dir,
+            state_dir=state_dir,
             subscription=subscription.source or subscription.to_source(),
         )
         if spec.start == "up":
