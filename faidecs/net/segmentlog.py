@@ -125,6 +125,12 @@ class SegmentLog:
         self.next += 1
         return index
 
+    def flush(self) -> None:
+        """Hand what was appended to the operating system: it then survives a crash of this
+        process (not of the machine) before any ``fsync``."""
+        if self._file is not None:
+            self._file.flush()
+
     def due(self, now: float | None = None) -> float | None:
         """Seconds until the group commit owes an ``fsync`` (0: now), None when nothing waits."""
         if self.synced == self.next:

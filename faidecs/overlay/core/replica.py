@@ -45,6 +45,7 @@ from faidecs.errors import FaidecsError
 from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter, union_all
 from faidecs.merging.roles import Role, is_root, role_name
+from faidecs.overlay.core.journal import JournalDelta, Restored, common_prefix
 from faidecs.overlay.core.keys import is_subscriber, merger_key
 from faidecs.overlay.core.messages import (
     Ack,
@@ -116,6 +117,7 @@ class MergerReplica:
         fifo_inputs: bool = False,
         batching: bool = False,
         max_batch: int = 128,
+        durable: bool = False,
     ):
         """``amnesic``: this replica ran before and lost its log (a restarted process). Until a
         leader gives it the role's log it has no say in a recovery: its empty log would let a new
@@ -133,7 +135,11 @@ class MergerReplica:
         ``batching``: the driver calls :meth:`flush` (otherwise every :meth:`handle` and
         :meth:`tick` does). ``max_batch``: the most decisions one :class:`Decide` carries and the
         most positions one :class:`ForwardBatch` does; a decision or position with a filter (a
-        mark) ends its batch, so that a message holds at most one filter."""
+        mark) ends its batch, so that a message holds at most one filter.
+
+        ``durable``: the replica records what it changes for the driver to keep on disk
+        (:meth:`take_journal`, :mod:`faidecs.overlay.core.journal`); a restarted one is given it
+        back with :meth:`restore` before it starts, and keeps its vote."""
         self.role = role
         self.me = me
         self.placement = placement
@@ -159,6 +165,15 @@ class MergerReplica:
         self.inputs = Inputs(fetched_at=-retry_every)
         self.consumers = Consumers()
         self.upstream = Upstream.of(role)
+        self.durable = durable
+        # The journal: the log's length on disk, the length below which the log has not changed
+        # since (a new leader's log may replace an uncommitted tail), inputs not on disk yet.
+        self._disk_len = 0
+        self._stable = 0
+        self._new_inputs: list[tuple[str, int, Event | Filter]] = []
+        self._disk_received: dict[str, int] = dict(self.upstream.received)
+        self._disk_trimmed = -1
+        self._disk_epoch = 0
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -294,6 +309,8 @@ class MergerReplica:
             return []
         inputs.items[k] = payload
         inputs.arrivals.append(k)  # the leader decides it at the next flush
+        if self.durable:
+            self._new_inputs.append((source, key, payload))
         out: list[Send] = []
         if self.lossy_inputs and k in inputs.decided:  # a payload this replica lacked: it now holds more
             log = self.log
@@ -396,6 +413,8 @@ class MergerReplica:
     def _rebuild(self, decisions: list[Decision]) -> None:
         """Replace the log with ``decisions``, and what is derived from it; every arrival is
         looked at again (one the old log decided may not be in this one)."""
+        if self.durable:
+            self._stable = min(self._stable, common_prefix(self.log.decisions, decisions))
         self.log.decisions, self.log.last_ts, self.log.filtered = [], 0, []
         self.inputs.decided, self.inputs.highest, self.inputs.fetch_from = set(), {}, 0
         self.consumers.marks = {}
@@ -621,6 +640,14 @@ class MergerReplica:
         log = self.log
         if msg.role != self.role or msg.epoch <= log.epoch:
             return []
+        if msg.epoch < log.log_epoch:
+            # Epochs only grow while the coordination service keeps its data: this log, from a
+            # disk, is of a later epoch than the one it names now. Its data was lost (or another
+            # service's was given): no leader of this epoch may judge a log of a later one.
+            raise ProtocolError(
+                f"{role_name(self.role)} at {self.me}: the coordination service names epoch {msg.epoch}, "
+                f"but this replica's log is of epoch {log.log_epoch}: did ZooKeeper lose its data?"
+            )
         log.epoch, log.leader, log.holds = msg.epoch, msg.leader, {}
         self.upstream.pending.clear()
         self.upstream.asked.clear()
@@ -695,6 +722,12 @@ class MergerReplica:
 
     def _on_up(self, process: str, now: int) -> list[Send]:
         self.down.discard(process)
+        log = self.log
+        if log.status == "recovering" and log.leader == self.me and process in self.replicas:
+            # A peer that was down when this leader asked (a role whose replicas all restarted):
+            # its answer may be the one a majority still lacks.
+            if process != self.me and process not in log.recovery:
+                return [(process, EpochQuery(self.role, log.epoch, self.me))]
         if self.is_leading() and process in self.replicas and process != self.me:
             # It may have restarted with nothing, or missed decisions while thought down.
             return [(process, NewLog(self.role, self.log.epoch, tuple(self.log.decisions), self.log.commit))]
@@ -858,6 +891,61 @@ class MergerReplica:
             d = log.decisions[consumers.trimmed]
             if d.kind == "event" and (d.source, d.key) in items:
                 items[(d.source, d.key)] = None
+
+    # --- durability ---------------------------------------------------------------------------------
+
+    def take_journal(self) -> JournalDelta | None:
+        """What changed since the last call, for the driver to write to disk before it sends
+        anything this replica returned meanwhile; None when nothing did (or not ``durable``)."""
+        if not self.durable:
+            return None
+        log, up = self.log, self.upstream
+        n = len(log.decisions)
+        keep = min(self._stable, self._disk_len)
+        delta = JournalDelta(
+            log.log_epoch,
+            keep if keep < self._disk_len else None,
+            log.decisions[keep:n],
+            self._new_inputs,
+            {s: p for s, p in up.received.items() if p != self._disk_received.get(s)},
+            self.consumers.trimmed,
+        )
+        if (
+            delta.empty()
+            and not delta.received
+            and (delta.trimmed, delta.log_epoch) == (self._disk_trimmed, self._disk_epoch)
+        ):
+            return None
+        self._new_inputs = []
+        self._disk_len = self._stable = n
+        self._disk_received.update(delta.received)
+        self._disk_trimmed = delta.trimmed
+        self._disk_epoch = delta.log_epoch
+        return delta
+
+    def restore(self, state: Restored) -> None:
+        """Take back what a previous run of this replica kept on disk, before :meth:`start`: its
+        log, with the vote it gives (not amnesic), and its inputs, which it orders again as they
+        arrived, those the log decides excepted. Payloads every consumer had are not kept."""
+        self._rebuild(list(state.decisions))
+        log, inputs, consumers = self.log, self.inputs, self.consumers
+        log.log_epoch = state.log_epoch
+        for source, key, payload in state.inputs:
+            k = (source, key)
+            if k not in inputs.items:
+                inputs.items[k] = payload
+                inputs.arrivals.append(k)
+        for d in log.decisions[: state.trimmed + 1]:
+            if d.kind == "event" and (d.source, d.key) in inputs.items:
+                inputs.items[(d.source, d.key)] = None
+        consumers.trimmed = consumers.reported = state.trimmed
+        self.upstream.received.update(state.received)
+        self.amnesic = False
+        self._disk_len = self._stable = len(log.decisions)
+        self._new_inputs = []
+        self._disk_received = dict(self.upstream.received)
+        self._disk_trimmed = state.trimmed
+        self._disk_epoch = state.log_epoch
 
     # --- introspection ---------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ UDP receiver in front of its root replicas when the deployment has UDP publisher
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,15 @@ from faidecs.merging.roles import Role, is_root, role_name
 from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.messages import Decision, Message, Send
 from faidecs.overlay.core.replica import MergerReplica
+from faidecs.overlay.runtime import wire
 from faidecs.overlay.runtime.anomalies import Anomalies
 from faidecs.overlay.runtime.deployment import Deployment
 from faidecs.overlay.runtime.node import Node
+from faidecs.overlay.runtime.replica_journal import ReplicaJournal
 from faidecs.overlay.runtime.udp import UdpReceiver
+from faidecs.overlay.runtime.zkcoordination import role_key
+
+LOG = logging.getLogger("faidecs.overlay.runtime.node")
 
 
 def _anomalies(r: MergerReplica) -> dict[str, int]:
@@ -73,12 +79,17 @@ class ServerNode(Node):
                 lossy_inputs=is_root(role),
                 fifo_inputs=udp_root and deployment.latch.enabled and deployment.latch.late == "drop",
                 on_commit=self._committed if udp_root else None,
+                durable=deployment.durability.enabled and state_dir is not None,
             )
             roles[role] = deployment.placement(role)
         super().__init__(
             deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir, state_dir=state_dir, roles=roles
         )
         self.host = ServerHost(process, replicas, deployment.root_role)
+        self.journals: dict[Role, ReplicaJournal] = {}
+        self.restored: set[Role] = set()
+        if self.state_dir is not None:
+            self._recover()
         self.udp_in: UdpReceiver | None = None
         if self.udp_publishers:
             import zmq
@@ -94,11 +105,37 @@ class ServerNode(Node):
         self.epochs: dict[Role, dict[str, float]] = {}
         self.anomalies = Anomalies(process)
 
+    def _recover(self) -> None:
+        """Open each durable replica's journal and give it back what a previous run kept."""
+        assert self.state_dir is not None
+        decoder = wire.Declared(self.d.types, self.d.roles)
+        for role, replica in self.host.replicas.items():
+            if not replica.durable:
+                continue  # a Raft replica
+            folder = self.state_dir / role_key(role)
+            journal, state, recovered = ReplicaJournal.open(folder, role, self.d.durability, decoder)
+            self.journals[role] = journal
+            if recovered.torn_bytes:
+                LOG.warning("%s: %s: cut a torn last record (%d bytes)", self.process, folder, recovered.torn_bytes)
+            if state is not None:
+                replica.restore(state)
+                self.restored.add(role)
+                LOG.info("%s: %s: recovered %d decisions", self.process, role_name(role), len(state.decisions))
+
     def _start(self, now: int) -> list[Send]:
         if self.member.ran_before:
-            for replica in self.host.replicas.values():
-                replica.amnesic = True  # restarted: its log is gone until a leader sends it
+            for role, replica in self.host.replicas.items():
+                if role not in self.restored:
+                    replica.amnesic = True  # restarted without its log: it is gone until a leader sends it
         return self.host.start(now)
+
+    def _persist(self) -> None:
+        """What the replicas changed in this pass, to disk before the pass's messages go out."""
+        for role, journal in self.journals.items():
+            delta = self.host.replicas[role].take_journal()
+            if delta is not None:
+                journal.write(delta)
+            journal.commit()
 
     def _core_handle(self, src: str, msg: Message, now: int) -> list[Send]:
         return self.host.handle(src, msg, now)
@@ -121,6 +158,7 @@ class ServerNode(Node):
     def _after_pass(self, now: int) -> None:
         if self.d.timing.batching:  # the pass's batch: decisions, then the streams
             self._send(self.host.flush(now))
+        self._persist()
         for role, r in self.host.replicas.items():
             self.anomalies.report(role, _anomalies(r), now)
             seen = self.epochs.get(role)
@@ -147,6 +185,8 @@ class ServerNode(Node):
     def _close(self) -> None:
         if self.udp_in is not None:
             self.udp_in.close()
+        for journal in self.journals.values():
+            journal.close()
         for replica in self.host.replicas.values():
             getattr(replica, "close", lambda: None)()  # a Raft replica's thread and sockets
 

@@ -111,4 +111,31 @@ def random_faults(
     return out
 
 
-__all__ = ["BY_MATCHING", "random_deployment", "random_faults", "random_marker_deployment"]
+def random_disk_faults(rng: random.Random, servers: list[str], types: list[str], window: int) -> list[Fault]:
+    """Restarts that the replicas' disks must survive (issue 22), within ``window`` ms: every
+    replica of a random merger killed at once, or every server, or a leader; perhaps one server
+    also loses its disk (at most one, so that every role keeps a majority with its log), and a
+    pause. Each comes back 20 to 600 ms later."""
+    out: list[Fault] = []
+    shape = rng.random()
+    if shape < 0.4:
+        role = role_of(rng.sample(types, rng.randint(1, len(types))))
+        victims = place(role, servers, min(3, len(servers)))
+    elif shape < 0.7:
+        victims = tuple(servers)
+    else:
+        victims = (rng.choice(servers),)
+    out.append(Fault("restart", rng.randint(0, window), tuple(victims), rng.randint(20, 600)))
+    if rng.random() < 0.3:
+        out.append(Fault("restart", rng.randint(0, window), tuple(servers), rng.randint(20, 600)))
+    if rng.random() < 0.2:
+        out.append(Fault("pause", rng.randint(0, window), (rng.choice(servers),), rng.randint(30, 500)))
+    if rng.random() < 0.4:
+        # After the others: a replica that lost its disk must find its peers with their logs
+        # (docs/deploy.md, "Durability": what a lost disk costs).
+        after = max(f.at + f.duration for f in out)
+        out.append(Fault("wipe", after + rng.randint(0, window), (rng.choice(servers),), rng.randint(20, 600)))
+    return out
+
+
+__all__ = ["BY_MATCHING", "random_deployment", "random_disk_faults", "random_faults", "random_marker_deployment"]

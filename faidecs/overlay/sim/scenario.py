@@ -10,14 +10,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from faidecs.matching.records import Matcher
 from faidecs.overlay.sim.costmodel import CostModel
 
-FaultKind = Literal["crash", "pause", "partition"]
+FaultKind = Literal["crash", "pause", "partition", "restart", "wipe"]
 
 
 @dataclass(frozen=True, slots=True)
 class Fault:
     """``crash``: the processes stop for good at ``at``. ``pause``: they stop and resume after
     ``duration`` (SIGSTOP/SIGCONT). ``partition``: links between ``processes`` and the other
-    servers hold their messages from ``at`` for ``duration``, then deliver them in order."""
+    servers hold their messages from ``at`` for ``duration``, then deliver them in order.
+    ``restart``: the servers crash at ``at`` (SIGKILL) and start again after ``duration`` with
+    what their replicas kept on disk (issue 22). ``wipe``: the same, but their disks are lost:
+    their replicas come back amnesic."""
 
     kind: FaultKind
     at: int

@@ -30,8 +30,9 @@ from faidecs.overlay.core.authority import Authority, Roster
 from faidecs.overlay.core.coordination import SimulatedCoordination
 from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.inputstage import InputStage, InputStamper, Latched, latch_config
+from faidecs.overlay.core.journal import Restored
 from faidecs.overlay.core.keys import stream_filter, stream_key
-from faidecs.overlay.core.messages import Decide, Decision, Message, Publish, Send
+from faidecs.overlay.core.messages import Decide, Decision, LeaderChange, Message, Publish, Send
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica
 from faidecs.overlay.core.subscriber import SubscriberClient
@@ -154,21 +155,15 @@ class Simulation:
         )
         self.recorded: set[str] = set()
         self.root_events: dict[tuple[Role, int], Event] = {}
+        # Servers that restart keep their replicas' logs on "disk": what each replica's journal
+        # recorded before each of its sends, folded (core/journal.py). A root then fetches the
+        # payload of a decided publication it lacks (a publication sent while it was down).
+        self.durable = any(f.kind in ("restart", "wipe") for f in scenario.faults)
+        self.disks: dict[str, dict[Role, Restored]] = {s: {} for s in self.servers}
         self.replicas: dict[str, dict[Role, MergerReplica]] = {s: {} for s in self.servers}
         for role in self.roles:
             for server in placement(role):
-                self.replicas[server][role] = MergerReplica(
-                    role,
-                    server,
-                    placement,
-                    heartbeat_every=config.heartbeat_every,
-                    retry_every=config.retry_every,
-                    retain=config.retain,
-                    ack_every=config.ack_every,
-                    on_commit=self._committed if is_root(role) else None,
-                    batching=config.batch_ms > 0 or config.cost is not None,
-                    max_batch=config.max_batch,
-                )
+                self.replicas[server][role] = self._replica(role, server)
         self.hosts = {server: ServerHost(server, reps, self.root) for server, reps in self.replicas.items()}
         self.clients: dict[str, SubscriberClient] = {}
         self.publishers = sorted({p for _, p, _ in scenario.publications})
@@ -219,11 +214,28 @@ class Simulation:
         if path is not None:
             latch = latch_config(path.latch.p_t, path.latch.late) if path.latch is not None else None
             self.stages = {s: InputStage(latch) for s in self.servers}
-            for reps in self.replicas.values():
-                for role, r in reps.items():
-                    if is_root(role):
-                        r.lossy_inputs = True
-                        r.fifo_inputs = latch is not None and path.latch is not None and path.latch.late == "drop"
+
+    def _replica(self, role: Role, server: str) -> MergerReplica:
+        config = self.config
+        replica = MergerReplica(
+            role,
+            server,
+            self.placement,
+            heartbeat_every=config.heartbeat_every,
+            retry_every=config.retry_every,
+            retain=config.retain,
+            ack_every=config.ack_every,
+            on_commit=self._committed if is_root(role) else None,
+            batching=config.batch_ms > 0 or config.cost is not None,
+            max_batch=config.max_batch,
+            durable=self.durable,
+            lossy_inputs=self.durable and is_root(role),
+        )
+        if config.input_path is not None and is_root(role):
+            latch = config.input_path.latch
+            replica.lossy_inputs = True
+            replica.fifo_inputs = latch is not None and latch.late == "drop"
+        return replica
 
     def root(self, type_name: str) -> Role:
         """The role a publication of ``type_name`` goes to: its root merger, or the sequencer."""
@@ -283,7 +295,17 @@ class Simulation:
         self.seq += 1
         heapq.heappush(self.queue, (time, self.seq, kind, payload))
 
+    def _persist(self, server: str) -> None:
+        """What the server's replicas changed goes to their disks, before anything they send."""
+        disk = self.disks[server]
+        for role, replica in self.replicas[server].items():
+            delta = replica.take_journal()
+            if delta is not None:
+                disk.setdefault(role, Restored()).apply(delta)
+
     def _send(self, src: str, sends: list[Send]) -> None:
+        if self.durable and src in self.hosts:
+            self._persist(src)
         if self.config.cost is not None and src != COORDINATOR:
             self._send_costed(src, sends)
             return
@@ -382,6 +404,8 @@ class Simulation:
                 self._fault(payload)
             elif kind == "resume":
                 self._resume(payload)
+            elif kind == "restart":
+                self._restart(*payload)
             elif kind == "expire":
                 process, incarnation = payload
                 if self.state[process] != "up" and self.incarnation[process] == incarnation:
@@ -500,11 +524,13 @@ class Simulation:
         for p in fault.processes:
             if self.state[p] == "crashed" or (fault.kind == "pause" and self.state[p] != "up"):
                 continue  # a crash is for good, even of a paused process; a pause needs a running one
-            self.state[p] = "crashed" if fault.kind == "crash" else "paused"
+            self.state[p] = "paused" if fault.kind == "pause" else "crashed"
             self.incarnation[p] += 1
             self._at(self.now + self.config.session_timeout, "expire", (p, self.incarnation[p]))
             if fault.kind == "pause":
                 self._at(self.now + fault.duration, "resume", p)
+            elif fault.kind in ("restart", "wipe"):
+                self._at(self.now + fault.duration, "restart", (p, fault.kind == "wipe", self.incarnation[p]))
 
     def _resume(self, process: str) -> None:
         if self.state[process] != "paused":
@@ -518,6 +544,36 @@ class Simulation:
             self._arm_latch(process)
         self._send(COORDINATOR, self.coordination.session_back(process))
         self._at(self.now + self.config.tick_every, "tick", process)
+
+    def _restart(self, server: str, wiped: bool, incarnation: int) -> None:
+        """A crashed server starts again: new replicas, from their disks or (``wiped``) amnesic.
+        Its old session goes first (the runtime's restarted process waits for that too); it then
+        reads each role's leadership, as a ZooKeeper member's first read does."""
+        if self.state[server] != "crashed" or self.incarnation[server] != incarnation:
+            return
+        self._send(COORDINATOR, self.coordination.session_lost(server))
+        if wiped:
+            self.disks[server] = {}
+        replicas = {}
+        for role in self.replicas[server]:
+            replica = replicas[role] = self._replica(role, server)
+            state = self.disks[server].get(role)
+            if state is not None:
+                replica.restore(state)
+            else:
+                replica.amnesic = True  # ran before: an empty log must not vote
+        self.replicas[server] = replicas
+        self.hosts[server] = ServerHost(server, replicas, self.root)
+        if server in self.stages:
+            self.stages[server] = InputStage(self.stages[server].config)
+        self.state[server] = "up"
+        self.incarnation[server] += 1
+        self.inbox[server] = []
+        leaders = self.coordination.leadership()
+        news: list[Send] = [(server, LeaderChange(r, *leaders[r])) for r in replicas if r in leaders]
+        self._send(COORDINATOR, news + self.coordination.session_back(server))
+        self._send(server, self.hosts[server].start(self.now))
+        self._at(self.now + self.config.tick_every, "tick", server)
 
     # --- the cost model (config.cost) -----------------------------------------------------------
 
