@@ -273,7 +273,7 @@ def test_a_restarted_publisher_never_reuses_a_counter(tmp_path: Path) -> None:
     # counters unless an incarnation sent 2**20 datagrams per microsecond it ran.
     stateless = NonceCounter(None, lambda: 5)
     taken = [stateless.take("m1") for _ in range(1000)]
-    assert NonceCounter(None, lambda: 6).take("m1") > max(taken) and not list((tmp_path / "state").glob("*.tmp"))
+    assert NonceCounter(None, lambda: 6).take("m1") > max(taken) and not list(state.glob("*.tmp"))
     fresh = NonceCounter(tmp_path / "other", lambda: clock[0] + 20_000)  # a new run folder, the clock moved on
     assert fresh.take("m1") > max(max(v) for v in used.values())
     (state / NonceCounter.FILE).write_text("garbage")
