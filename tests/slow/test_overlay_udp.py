@@ -48,7 +48,13 @@ def test_udp_publisher_with_the_latch_stage(tmp_path: Path, zookeeper: str) -> N
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             for server in d.servers:
                 data = seal(
-                    os.urandom(32), d.name, "p1", server, Stamp("p1", EVENTS, 1.0, 0.5), Publish("p1", EVENTS, event)
+                    os.urandom(32),
+                    d.name,
+                    "p1",
+                    server,
+                    Stamp("p1", EVENTS, 1.0, 0.5),
+                    Publish("p1", EVENTS, event),
+                    1 << 90,
                 )
                 sock.sendto(data, d.udp_address(server))
         run.wait_for(

@@ -66,7 +66,14 @@ class PublisherNode(Node):
         self.sent_log: ProcessLog | None = None
         if process in deployment.udp_publishers():
             pub = self.publisher
-            self.udp_out = UdpSender(deployment, process, self.keys, loss=pub.udp_test_loss, swap=pub.udp_test_swap)
+            self.udp_out = UdpSender(
+                deployment,
+                process,
+                self.keys,
+                loss=pub.udp_test_loss,
+                swap=pub.udp_test_swap,
+                state_dir=self.state_dir,  # the counters' mark: never a nonce twice across restarts
+            )
             # What it sent: apart from the run log, where root replicas record what they commit.
             self.sent_log = ProcessLog(log_dir / f"{process}.sent", deployment.types_source(), process, None)
 

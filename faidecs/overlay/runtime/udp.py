@@ -5,11 +5,13 @@ A datagram carries one ``Publish`` for one replica of the event's root merger, s
 root (:class:`~faidecs.overlay.core.inputstage.InputStamper`: a channel seq per (publisher, root role),
 the departure time and the previous one's, in the publisher's wall clock, ms)::
 
-    "FDU1" | len(sender) (1 byte) | sender (UTF-8) | nonce (12 bytes) | ciphertext
+    "FDU2" | len(sender) (1 byte) | sender (UTF-8) | nonce (12 bytes) | ciphertext
+    nonce     = the pair's counter (96-bit big-endian): strictly increasing per (publisher, server)
     plaintext = channel seq (u64) | departure (f64) | prev_departure (f64, NaN: none) | wire.encode(Publish)
 
 sealed with ChaCha20-Poly1305 under a key of the pair (publisher, server), with
-``"FDU1" | deployment name | 0 | sender | 0 | receiver`` as associated data. The key
+``"FDU2" | deployment name | 0 | sender | 0 | receiver`` as associated data. ("FDU1" had a random
+nonce; its datagrams are refused as malformed.) The key
 (:func:`pair_key`) is HKDF-SHA256 of the X25519 agreement between the two processes' CurveZMQ key
 pairs (the deployment's ``keys`` folder: a Curve25519 key pair per process), so only the publisher
 and that server can make or read it; holding ``keys/public`` is not enough. With ``insecure =
@@ -18,6 +20,13 @@ true`` the key comes from the deployment's name alone (anyone can forge: tests o
 Whatever fails to open (unknown sender, wrong key, tampered bytes) or to decode, whatever names
 a publisher other than the sender, a sender that is not a UDP publisher, or a root this server
 does not host, is counted (``udp-auth``, ``udp-malformed``, ``udp-refused``) and dropped.
+
+Replays (RFC 4303 section 3.4.3, RFC 6347 section 4.1.2.6): the nonce is a counter, so a receiver
+keeps, per publisher, the highest counter that authenticated and a bitmap of the
+:data:`WINDOW` below it (:class:`ReplayWindow`); a datagram whose counter it has seen
+(``udp-replayed``) or that is :data:`WINDOW` or more below the highest (``udp-too-old``) is counted
+and dropped. The window moves only for a datagram that authenticated. The publisher's counter
+(:class:`NonceCounter`) starts, in each incarnation, above every counter an earlier one used.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import socket
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cryptography.exceptions import InvalidTag
@@ -50,8 +60,10 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("faidecs.overlay.runtime.udp")
 
-MAGIC = b"FDU1"
+MAGIC = b"FDU2"
 NONCE = 12
+#: how far below the highest counter seen a datagram may still arrive (a reordering), in datagrams
+WINDOW = 1024
 _STAMP = struct.Struct(">Qdd")
 #: the largest datagram read (a Publish larger than this cannot be sent over UDP)
 MAX_DATAGRAM = 65507
@@ -68,7 +80,7 @@ class UdpError(FaidecsError):
 def pair_key(deployment: Deployment, keys: Keys | None, me: str, peer: str, publisher: str, server: str) -> bytes:
     """The 32-byte key of the pair (``publisher``, ``server``), computed at ``me`` (one of the
     two) from its own secret key and ``peer``'s public key: X25519, then HKDF-SHA256."""
-    info = b"faidecs udp v1\0" + deployment.name.encode() + b"\0" + publisher.encode() + b"\0" + server.encode()
+    info = b"faidecs udp v2\0" + deployment.name.encode() + b"\0" + publisher.encode() + b"\0" + server.encode()
     if keys is None:
         shared = b""  # insecure = true: the name alone (no protection)
     else:
@@ -84,10 +96,14 @@ def _aad(deployment_name: str, sender: str, receiver: str) -> bytes:
     return MAGIC + deployment_name.encode() + b"\0" + sender.encode() + b"\0" + receiver.encode()
 
 
-def seal(key: bytes, deployment_name: str, sender: str, receiver: str, stamp: Stamp, publish: Publish) -> bytes:
+def seal(
+    key: bytes, deployment_name: str, sender: str, receiver: str, stamp: Stamp, publish: Publish, counter: int
+) -> bytes:
+    """``publish`` stamped with ``stamp``, sealed for ``receiver`` with ``counter`` as the nonce:
+    the caller's (:class:`NonceCounter`), never used before with ``key``."""
     prev = math.nan if stamp.prev_departure is None else stamp.prev_departure
     plain = _STAMP.pack(stamp.seq, stamp.departure, prev) + wire.encode(publish)
-    nonce = os.urandom(NONCE)
+    nonce = counter.to_bytes(NONCE, "big")
     name = sender.encode()
     sealed = ChaCha20Poly1305(key).encrypt(nonce, plain, _aad(deployment_name, sender, receiver))
     return MAGIC + bytes([len(name)]) + name + nonce + sealed
@@ -104,11 +120,9 @@ def sender_of(data: bytes) -> str:
         raise UdpError("udp-malformed", "a sender name that is not UTF-8") from None
 
 
-def open_sealed(
-    key: bytes, deployment_name: str, receiver: str, data: bytes, decode: Callable[[bytes], Message] = wire.decode
-) -> tuple[str, Stamp, Publish]:
-    """The sender, stamp and message of a datagram sealed with ``key``; :class:`UdpError` otherwise.
-    ``decode``: the deployment's (:class:`~faidecs.overlay.runtime.wire.Declared`) at a server."""
+def unseal(key: bytes, deployment_name: str, receiver: str, data: bytes) -> tuple[str, int, bytes]:
+    """The sender, counter and plaintext of a datagram sealed with ``key``, once it authenticates
+    (the counter is the nonce, so it is authenticated too); :class:`UdpError` otherwise."""
     sender = sender_of(data)
     at = 5 + data[4]
     nonce, sealed = data[at : at + NONCE], data[at + NONCE :]
@@ -118,6 +132,10 @@ def open_sealed(
         plain = ChaCha20Poly1305(key).decrypt(nonce, sealed, _aad(deployment_name, sender, receiver))
     except InvalidTag:
         raise UdpError("udp-auth", f"from {sender!r}: does not authenticate") from None
+    return sender, int.from_bytes(nonce, "big"), plain
+
+
+def _parse(sender: str, plain: bytes, decode: Callable[[bytes], Message]) -> tuple[Stamp, Publish]:
     if len(plain) < _STAMP.size:
         raise UdpError("udp-malformed", f"from {sender}: no stamp")
     seq, departure, prev = _STAMP.unpack_from(plain)
@@ -131,7 +149,121 @@ def open_sealed(
         raise UdpError("udp-refused", f"from {sender}: a {type(msg).__name__}, not a Publish")
     if msg.publisher != sender:
         raise UdpError("udp-refused", f"from {sender}: a publication of {msg.publisher}")
-    return sender, Stamp(sender, seq, departure, None if math.isnan(prev) else prev), msg
+    return Stamp(sender, seq, departure, None if math.isnan(prev) else prev), msg
+
+
+def open_sealed(
+    key: bytes, deployment_name: str, receiver: str, data: bytes, decode: Callable[[bytes], Message] = wire.decode
+) -> tuple[str, Stamp, Publish]:
+    """The sender, stamp and message of a datagram sealed with ``key``; :class:`UdpError` otherwise.
+    ``decode``: the deployment's (:class:`~faidecs.overlay.runtime.wire.Declared`) at a server.
+    No replay check: that is the receiver's (:class:`ReplayWindow`)."""
+    sender, _, plain = unseal(key, deployment_name, receiver, data)
+    stamp, msg = _parse(sender, plain, decode)
+    return sender, stamp, msg
+
+
+class ReplayWindow:
+    """The anti-replay window of one (publisher, server) pair at the server (RFC 4303 section
+    3.4.3): the highest counter that authenticated, and a bitmap of which of the ``size``
+    counters up to it did (bit ``i``: ``top - i``). Nothing seen yet: every counter is new."""
+
+    __slots__ = ("bits", "size", "top")
+
+    def __init__(self, size: int = WINDOW) -> None:
+        self.size = size
+        self.top = -1
+        self.bits = 0
+
+    def check(self, counter: int) -> str | None:
+        """Why ``counter`` is refused (``udp-replayed``, ``udp-too-old``), None if it is new.
+        Changes nothing: call :meth:`mark` once the datagram authenticated."""
+        if counter > self.top:
+            return None
+        behind = self.top - counter
+        if behind >= self.size:
+            return "udp-too-old"
+        if self.bits >> behind & 1:
+            return "udp-replayed"
+        return None
+
+    def mark(self, counter: int) -> None:
+        """``counter`` authenticated and was accepted: seen from now on."""
+        if counter > self.top:
+            shift = counter - self.top
+            self.bits = ((self.bits << shift) | 1) & ((1 << self.size) - 1) if shift < self.size else 1
+            self.top = counter
+        else:
+            self.bits |= 1 << (self.top - counter)
+
+
+#: a publisher's counters start at its wall clock in microseconds shifted left by this much
+CLOCK_SHIFT = 20
+#: counters reserved on disk at a time, ahead of use
+CHUNK = 1 << 16
+
+
+def _clock_us() -> int:
+    import time
+
+    return time.time_ns() // 1000
+
+
+class NonceCounter:
+    """A publisher's counters, one per server (the nonces of its pairs' keys): each strictly
+    increasing, and never one that an earlier incarnation of the publisher used with that server.
+
+    Every pair starts at ``base``, the larger of the wall clock in microseconds shifted left by
+    :data:`CLOCK_SHIFT` and the mark the state folder holds (``udp-nonce``), and counts up by one
+    per datagram. With a state folder, no counter is used before the mark on disk is above it:
+    the mark moves :data:`CHUNK` ahead at a time, written and ``fsync``'d, so a restart after any
+    crash starts above every counter used (and a clock stepped back changes nothing). The clock
+    covers what the folder cannot: no state folder (``[durability] sync = "off"``), a fresh run
+    folder (the pair keys come from the deployment's key pairs, the same in every run), a lost
+    mark; an incarnation would have to send more than 2**20 datagrams per microsecond to a server
+    to reach the next one's start, so there it holds unless the clock steps back across a restart."""
+
+    FILE = "udp-nonce"
+
+    def __init__(self, state_dir: Path | None, clock_us: Callable[[], int] = _clock_us) -> None:
+        self.path = state_dir / self.FILE if state_dir is not None else None
+        self.base = max(self._read(), clock_us() << CLOCK_SHIFT)
+        self.limit = self.base  # counters below it are reserved (on disk, with a state folder)
+        self.next: dict[str, int] = {}
+        self.reservations = 0
+
+    def _read(self) -> int:
+        if self.path is None or not self.path.exists():
+            return 0
+        text = self.path.read_text().strip()
+        if not text.isdigit():
+            raise FaidecsError(f"{self.path}: not a counter mark ({text[:40]!r}); remove it to start from the clock")
+        return int(text)
+
+    def take(self, server: str) -> int:
+        """The next counter for ``server``."""
+        n = self.next.get(server, self.base)
+        if n >= self.limit:
+            self._reserve(n + CHUNK)
+        self.next[server] = n + 1
+        return n
+
+    def _reserve(self, limit: int) -> None:
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            with tmp.open("w") as f:
+                f.write(f"{limit}\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+            fd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self.limit = limit
+        self.reservations += 1
 
 
 def now_ms() -> float:
@@ -157,7 +289,8 @@ class UdpSender:
     """A publisher's side: stamps each publication for its root and sends one sealed datagram to
     every replica of that root. ``loss`` and ``swap`` (tests): each copy is dropped with
     probability ``loss``; one that is not is held back with probability ``swap`` and sent after
-    the next copy to the same server (a reordering)."""
+    the next copy to the same server (a reordering: one counter apart, inside the receiver's
+    window). ``state_dir``: where its :class:`NonceCounter` keeps its mark (None: the clock alone)."""
 
     deployment: Deployment
     process: str
@@ -165,7 +298,9 @@ class UdpSender:
     loss: float = 0.0
     swap: float = 0.0
     seed: int = 0
+    state_dir: Path | None = None
     stamper: InputStamper = field(init=False)
+    counter: NonceCounter = field(init=False)
     sock: socket.socket = field(init=False)
     sent: int = 0
     lost: int = 0
@@ -174,6 +309,7 @@ class UdpSender:
 
     def __post_init__(self) -> None:
         self.stamper = InputStamper(self.process)
+        self.counter = NonceCounter(self.state_dir)
         host = self.deployment.address(self.process)[len("tcp://") :].rsplit(":", 1)[0]
         self.sock = _udp_socket(host, 0)
         self._keys: dict[str, bytes] = {}
@@ -191,7 +327,7 @@ class UdpSender:
         role = d.root_role(publish.event.type)
         stamp = self.stamper.stamp(role, now_ms())
         for server in d.placement(role):
-            data = seal(self.key(server), d.name, self.process, server, stamp, publish)
+            data = seal(self.key(server), d.name, self.process, server, stamp, publish, self.counter.take(server))
             if self.loss and self.rng.random() < self.loss:
                 self.lost += 1
                 continue
@@ -221,12 +357,20 @@ class UdpSender:
         self.sock.close()
 
     def status(self) -> dict[str, Any]:
-        return {"sent": self.sent, "lost_on_purpose": self.lost, "swapped": self.swapped, "unsendable": self.unsendable}
+        return {
+            "sent": self.sent,
+            "lost_on_purpose": self.lost,
+            "swapped": self.swapped,
+            "unsendable": self.unsendable,
+            "counter_reservations": self.counter.reservations,
+        }
 
 
 class UdpReceiver:
     """A server's side: its UDP socket, the keys of the UDP publishers, and the latch stage (one
-    receiver per (root role, publisher)) in front of its root replicas."""
+    receiver per (root role, publisher)) in front of its root replicas, behind one
+    :class:`ReplayWindow` per publisher. The windows start empty in every incarnation (see
+    docs/ordering-latch-stage.md, "Replays")."""
 
     def __init__(
         self,
@@ -244,12 +388,15 @@ class UdpReceiver:
         self.decode = decode or wire.Declared(deployment.types, deployment.roles).decode
         self.publishers = deployment.udp_publishers()
         self.keys = {p: pair_key(deployment, keys, process, p, p, process) for p in self.publishers}
+        self.windows = {p: ReplayWindow() for p in self.publishers}
         latch = deployment.latch
         self.stage = InputStage(latch_config(latch.p_t, latch.late) if latch.enabled else None)
         host, port = deployment.udp_address(process)
         self.sock = _udp_socket(host, port)
         self.received = 0
         self.accepted = 0
+        self.replayed = 0  # authenticated, but its counter was seen: dropped
+        self.too_old = 0  # authenticated, but WINDOW or more below the highest counter seen: dropped
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -278,7 +425,18 @@ class UdpReceiver:
         key = self.keys.get(sender)
         if key is None:
             raise UdpError("udp-auth", f"from {sender!r}, which is no UDP publisher of the deployment")
-        _, stamp, publish = open_sealed(key, self.d.name, self.process, data, self.decode)
+        _, counter, plain = unseal(key, self.d.name, self.process, data)
+        # Authenticated: only now may the window judge it, and move.
+        window = self.windows[sender]
+        why = window.check(counter)
+        if why is not None:
+            if why == "udp-replayed":
+                self.replayed += 1
+            else:
+                self.too_old += 1
+            raise UdpError(why, f"from {sender}: counter {counter} {'seen' if why == 'udp-replayed' else 'too old'}")
+        window.mark(counter)
+        stamp, publish = _parse(sender, plain, self.decode)
         role = self.d.root_role(publish.event.type) if publish.event.type in self.d.types else None
         if role is None or role not in hosts:
             raise UdpError("udp-refused", f"from {sender}: an event of a root this server does not host")
@@ -302,7 +460,24 @@ class UdpReceiver:
             for name in ("received", "released", "late_delivered", "late_dropped", "duplicates"):
                 total[name] += getattr(s, name)
             total["holes"] += len(s.holes)
-        return {"received": self.received, "accepted": self.accepted, "latch": total}
+        return {
+            "received": self.received,
+            "accepted": self.accepted,
+            "replayed": self.replayed,
+            "too_old": self.too_old,
+            "latch": total,
+        }
 
 
-__all__ = ["UdpError", "UdpReceiver", "UdpSender", "open_sealed", "pair_key", "seal", "sender_of"]
+__all__ = [
+    "NonceCounter",
+    "ReplayWindow",
+    "UdpError",
+    "UdpReceiver",
+    "UdpSender",
+    "open_sealed",
+    "pair_key",
+    "seal",
+    "sender_of",
+    "unseal",
+]
