@@ -27,8 +27,10 @@ def write_deployment(
     rate: float = 0,
     port: int = 18000,
     timing: dict[str, Any] | None = None,
+    durability: dict[str, Any] | None = None,
 ) -> Path:
-    """``timing``: settings of the deployment's ``[timing]`` table (``batching``, ``max_batch``, ...)."""
+    """``timing``: settings of the deployment's ``[timing]`` table (``batching``, ``max_batch``, ...);
+    ``durability``: of its ``[durability]`` table (``sync``, ``group_ms``, ...)."""
     (folder / "program.fdc").write_text(program)
     (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     names = [f"m{k}" for k in range(1, servers + 1)]
@@ -58,6 +60,8 @@ def write_deployment(
     ]
     if timing:
         lines += ["", "[timing]", *(f"{k} = {json.dumps(v)}" for k, v in timing.items())]
+    if durability:
+        lines += ["", "[durability]", *(f"{k} = {json.dumps(v)}" for k, v in durability.items())]
     (folder / "deployment.toml").write_text("\n".join(lines) + "\n")
     create_keys(folder / "keys", [*names, *subscribers, "p1"])
     return folder / "deployment.toml"

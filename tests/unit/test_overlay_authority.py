@@ -27,6 +27,7 @@ from faidecs.overlay.core.messages import (
     JoinState,
     LeaderChange,
     MarkerRequest,
+    Ordered,
     Publish,
     Register,
 )
@@ -225,3 +226,13 @@ def test_a_publisher_stops_at_an_event_the_servers_would_refuse_unread(d: Deploy
     why = oversized(big, 4096) or ""
     assert why.startswith(f"event {'e' * 5000} takes ") and why.endswith("more than max_event_bytes = 4096")
     assert OverlayCodec(max_event=4096).screen("p1", wire.encode(big)) is not None
+
+
+def test_only_a_replica_of_a_root_role_acknowledges_a_publishers_publications(d: Deployment) -> None:
+    root_a, child = d.placement(A)[0], d.placement(AB)[0]
+    stranger = next(s for s in d.servers if s not in d.placement(A))
+    assert refusal(d, "p1", root_a, Ordered(A, "p1", (0, 1))) is None
+    assert refusal(d, "p1", stranger, Ordered(A, "p1", (0,))) == "unauthorised"  # not a replica of [A]
+    assert refusal(d, "p1", child, Ordered(AB, "p1", (0,))) == "unauthorised"  # not a root
+    assert refusal(d, "p1", root_a, Ordered(A, "p2", (0,))) == "unauthorised"  # another's publications
+    assert refusal(d, "s1", root_a, Ordered(A, "s1", (0,))) == "unauthorised"  # to a subscriber

@@ -19,6 +19,7 @@ message                                    sender, when the receiver is ...
 ``Decide`` ``Holds`` ``Commit``            another replica of a role the receiver hosts
 ``EpochQuery`` ``EpochState`` ``NewLog``
 ``Fetch``
+``Ordered``                                a replica of a root role the receiver (a publisher) publishes to
 ``JoinRequest``                            a subscriber with the same streams (an identical subscription)
 ``JoinState``                              the peer the receiver joins from
 ``LeaderChange`` ``Down`` ``Up``           only the coordination service (never the network)
@@ -62,6 +63,7 @@ from faidecs.overlay.core.messages import (
     MarkerRequest,
     Message,
     NewLog,
+    Ordered,
     Publish,
     Register,
     Up,
@@ -151,6 +153,8 @@ class Authority:
                 kinds.update(_STREAM)
         if any(sender in consumers for consumers in self.consumers.values()):
             kinds.update(_CONSUMER)
+        if sender in r.servers and self.me in r.publishers:
+            kinds.add(Ordered)
         if sender in self.peers:
             kinds.add(JoinRequest)
         if sender == r.joins_from.get(self.me):
@@ -188,6 +192,10 @@ class Authority:
                 return None
             return f"{sender} is neither a publisher nor a replica of {role_name(role)}"
         role = msg.role
+        if isinstance(msg, Ordered):
+            if msg.publisher != self.me or not is_root(role) or sender not in placement.get(role, ()):
+                return f"{sender} is not a replica of a root role acknowledging {self.me}'s publications"
+            return None
         if isinstance(msg, _STREAM):
             if role not in self.reads or sender not in placement[role]:
                 return f"{sender} is not a replica of {role_name(role)}, or {self.me} does not read it"

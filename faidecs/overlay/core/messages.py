@@ -51,6 +51,18 @@ class Publish:
 
 
 @dataclass(frozen=True, slots=True)
+class Ordered:
+    """Root merger leader -> a publisher: its publications ``seqs`` are committed in ``role``'s
+    order (held by a majority of its replicas, on their disks where they keep them), so its outbox
+    may let them go. A publisher resends what is not acknowledged; the leader acknowledges a
+    resent one it already ordered again (docs/deploy.md, "Durability")."""
+
+    role: Role
+    publisher: str
+    seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Fetch:
     """Root merger replica -> its peers: send me the publication decided at ``position``, which
     never reached me (a lossy input path lost it, or my latch stage dropped it as late). A peer
@@ -307,6 +319,7 @@ Message = (
     | MarkerRequest
     | MarkerReply
     | Fetch
+    | Ordered
 )
 
 #: A message to send: (destination process, message).
@@ -335,6 +348,7 @@ __all__ = [
     "MarkerRequest",
     "Message",
     "NewLog",
+    "Ordered",
     "Publish",
     "Register",
     "Send",

@@ -68,6 +68,7 @@ from faidecs.overlay.core.messages import (
     MarkerRequest,
     Message,
     NewLog,
+    Ordered,
     Publish,
     Register,
     Send,
@@ -118,6 +119,7 @@ class MergerReplica:
         batching: bool = False,
         max_batch: int = 128,
         durable: bool = False,
+        ack_publishers: bool = False,
     ):
         """``amnesic``: this replica ran before and lost its log (a restarted process). Until a
         leader gives it the role's log it has no say in a recovery: its empty log would let a new
@@ -139,7 +141,11 @@ class MergerReplica:
 
         ``durable``: the replica records what it changes for the driver to keep on disk
         (:meth:`take_journal`, :mod:`faidecs.overlay.core.journal`); a restarted one is given it
-        back with :meth:`restore` before it starts, and keeps its vote."""
+        back with :meth:`restore` before it starts, and keeps its vote.
+
+        ``ack_publishers`` (a root merger): leading, it tells each publisher which of its
+        publications are committed (:class:`Ordered`), so that the publisher's outbox lets them
+        go, and acknowledges again a resent one it had ordered."""
         self.role = role
         self.me = me
         self.placement = placement
@@ -166,6 +172,7 @@ class MergerReplica:
         self.consumers = Consumers()
         self.upstream = Upstream.of(role)
         self.durable = durable
+        self.ack_publishers = ack_publishers and is_root(role)
         # The journal: the log's length on disk, the length below which the log has not changed
         # since (a new leader's log may replace an uncommitted tail), inputs not on disk yet.
         self._disk_len = 0
@@ -306,6 +313,10 @@ class MergerReplica:
             if held is not None and held != payload:  # a publisher's bug, or a forgery: never ordered
                 inputs.conflicting += 1
                 inputs.last_conflict = k
+            elif (
+                self.ack_publishers and inputs.position_of.get(k, self.consumers.ordered + 1) <= self.consumers.ordered
+            ):
+                inputs.reacks.setdefault(source, []).append(key)  # resent: its first Ordered was lost
             return []
         inputs.items[k] = payload
         inputs.arrivals.append(k)  # the leader decides it at the next flush
@@ -405,6 +416,8 @@ class MergerReplica:
         log.last_ts = max(log.last_ts, d.ts)
         if d.kind in ("event", "upmark"):
             self.inputs.decided.add((d.source, d.key))
+        if d.kind == "event" and self.ack_publishers:
+            self.inputs.position_of[(d.source, d.key)] = d.position
         if d.kind == "event" and self.fifo_inputs:
             self.inputs.highest[d.source] = max(self.inputs.highest.get(d.source, -1), d.key)
         if d.kind == "mark" and d.filter is not None:
@@ -417,6 +430,7 @@ class MergerReplica:
             self._stable = min(self._stable, common_prefix(self.log.decisions, decisions))
         self.log.decisions, self.log.last_ts, self.log.filtered = [], 0, []
         self.inputs.decided, self.inputs.highest, self.inputs.fetch_from = set(), {}, 0
+        self.inputs.position_of = {}
         self.consumers.marks = {}
         for d in decisions:
             self._append(d)
@@ -822,8 +836,26 @@ class MergerReplica:
                     break
                 consumers.reported += 1
                 self.on_commit(self.role, d, payload if isinstance(payload, Event) else None)
+        if self.ack_publishers:
+            out += self._ordered()
         self._trim(now)
         return out
+
+    def _ordered(self) -> list[Send]:
+        """The leader tells each publisher which of its publications were committed since."""
+        log, consumers, inputs = self.log, self.consumers, self.inputs
+        by: dict[str, list[int]] = inputs.reacks if self.is_leading() else {}
+        inputs.reacks = {}
+        if self.is_leading():
+            for d in log.decisions[consumers.ordered + 1 : log.commit + 1]:
+                if d.kind == "event":
+                    by.setdefault(d.source, []).append(d.key)
+        consumers.ordered = max(consumers.ordered, log.commit)
+        return [
+            (publisher, Ordered(self.role, publisher, tuple(seqs[k : k + 1024])))
+            for publisher, seqs in by.items()
+            for k in range(0, len(seqs), 1024)
+        ]
 
     def _forward_link(self, link: Link, now: int) -> list[Send]:
         """What ``link`` gets of the positions committed since it last got something, as

@@ -75,6 +75,8 @@ class Inputs:
     fetch_from: int = 0  # lossy_inputs: positions before it have their payloads here
     fetched_at: int = 0  # lossy_inputs: when it last asked its peers for missing payloads
     fetches: int = 0  # lossy_inputs: payloads asked for
+    position_of: dict[ItemKey, int] = field(default_factory=dict)  # ack_publishers: a decided event's position
+    reacks: dict[str, list[int]] = field(default_factory=dict)  # ack_publishers: resent ones ordered before
     conflicting: int = 0  # publications repeating a (publisher, seq) with other content, dropped
     last_conflict: ItemKey | None = None
 
@@ -89,6 +91,7 @@ class Consumers:
         default_factory=dict
     )  # consumer -> (position, filter, request)
     reported: int = -1  # on_commit: the last position reported
+    ordered: int = -1  # ack_publishers: the last position whose publisher was told (Ordered)
     trimmed: int = -1  # positions up to it have their payloads dropped
     refused_connects: int = 0  # links refused: they would start at a dropped position
     bad_acks: int = 0  # acknowledgements beyond what this replica sent the link, cut down to it

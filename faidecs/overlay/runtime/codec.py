@@ -31,6 +31,7 @@ from faidecs.overlay.core.messages import (
     MarkerRequest,
     Message,
     NewLog,
+    Ordered,
     Publish,
     Register,
     Up,
@@ -45,7 +46,7 @@ _WITH_EVENT = (Publish,)
 _WITH_FILTER = (Forward, Register, MarkerRequest)
 #: A batch of decisions or stream positions is bounded by the transport's largest message (its
 #: sender keeps it so: Deployment.max_batch), like a log.
-_WHOLE = (EpochState, NewLog, JoinState, Decide, ForwardBatch)
+_WHOLE = (EpochState, NewLog, JoinState, Decide, ForwardBatch, Ordered)
 
 
 def max_bytes(kind: type, max_event: int, max_message: int) -> int:

@@ -11,11 +11,12 @@ from typing import Any
 from faidecs.errors import EventError, FaidecsError
 from faidecs.matching.events import EventValidator
 from faidecs.net.processlog import ProcessLog
-from faidecs.overlay.core.messages import Publish
+from faidecs.overlay.core.messages import Message, Ordered, Publish, Send, Up
 from faidecs.overlay.runtime import wire
 from faidecs.overlay.runtime.codec import too_large
 from faidecs.overlay.runtime.deployment import Deployment
 from faidecs.overlay.runtime.node import Node
+from faidecs.overlay.runtime.outbox import Outbox
 from faidecs.overlay.runtime.udp import UdpSender
 from faidecs.runs.event_lines import LongLine, decode, parse, read_lines, too_long
 
@@ -62,6 +63,27 @@ class PublisherNode(Node):
         self.events: Iterator[dict[str, Any]] | None = read_events(deployment.path(self.publisher.events))
         self.validator = EventValidator(deployment.types)
         self.seq = 0
+        # Overlay roots acknowledge what they order (Ordered): what is not acknowledged is sent
+        # again after a while, after a root replica comes back, and by a restarted publisher.
+        # Not over UDP (lossy by design) nor to Raft's group, which does not acknowledge.
+        self.publications: Outbox | None = None
+        self.resend_after = max(2000, 10 * deployment.timing.retry_every)
+        if process not in deployment.udp_publishers() and deployment.ordering != "raft":
+            folder = self.state_dir / "outbox" if self.state_dir is not None else None
+            decoder = wire.Declared(deployment.types, deployment.roles)
+            self.publications = Outbox.open(folder, deployment.durability, decoder, deployment.root_role)
+            self.seq = self.publications.next_seq
+            for u in self.publications.unacked.values():  # their records may not have reached the run log
+                e = u.publish.event
+                self.log.publish(
+                    {"id": e.id, "type": e.type, "attrs": e.attrs, "publisher": process, "seq": u.publish.seq}
+                )
+            if self.publications.next_line:
+                LOG.info(
+                    "%s: resuming after line %d (seq %d), %d publications to send again",
+                    process, self.publications.next_line, self.seq, len(self.publications.unacked),
+                )  # fmt: skip
+        self.first_seq = self.seq  # the rate counts from here: a restarted publisher goes on at it
         self.udp_out: UdpSender | None = None
         self.sent_log: ProcessLog | None = None
         if process in deployment.udp_publishers():
@@ -83,12 +105,29 @@ class PublisherNode(Node):
             return self.tick_every
         if not self.publisher.rate:
             return 0
-        due = self.started_at + int(self.seq * 1000 / self.publisher.rate)
+        due = self.started_at + int((self.seq - self.first_seq) * 1000 / self.publisher.rate)
         return max(0, due - now)
 
     def _after_pass(self, now: int) -> None:
         if self.events is not None:
             self._publish(now)
+        if self.publications is not None:
+            self.publications.commit()  # before the pass's publications leave
+
+    def _core_handle(self, src: str, msg: Message, now: int) -> list[Send]:
+        if isinstance(msg, Ordered) and self.publications is not None:
+            self.publications.ordered(msg.seqs)
+        elif isinstance(msg, Up) and self.publications is not None:
+            # A root replica is back: what it may have missed goes again (its peers drop copies).
+            roles = [r for r in self.d.roles if msg.process in self.d.placement(r)]
+            return [s for r in roles for s in self._resend(self.publications.due(now, 0, r))]
+        return []
+
+    def _tick(self, now: int) -> list[Send]:
+        return self._resend(self.publications.due(now, self.resend_after)) if self.publications is not None else []
+
+    def _resend(self, unacked: list[Any]) -> list[Send]:
+        return [(replica, u.publish) for u in unacked for replica in self.d.placement(u.role)]
 
     def _publish(self, now: int) -> None:
         budget = 256  # publications per pass: the loop must still read and tick
@@ -103,6 +142,9 @@ class PublisherNode(Node):
                 LOG.info("%s published %d events", self.process, self.seq)
                 return
             where = raw.pop("_line")
+            line = int(where.rsplit(":", 1)[1])
+            if self.publications is not None and line <= self.publications.next_line and self.publications.next_line:
+                continue  # published before a restart (what was not acknowledged is resent)
             try:
                 event = self.validator.validate({**raw, "publisher": self.process, "seq": self.seq})
             except EventError as exc:
@@ -124,9 +166,12 @@ class PublisherNode(Node):
                 self.udp_out.publish(message)
             else:
                 self.log.publish(record)
+                role = self.d.root_role(event.type)
+                if self.publications is not None:
+                    self.publications.sent(message, role, line, data, now)
                 # The outbox holds the message until the pass's end: its id stays its own till then.
                 self.encoded[id(message)] = data  # the same bytes to every replica of its root
-                self._send([(replica, message) for replica in self.d.placement(self.d.root_role(event.type))])
+                self._send([(replica, message) for replica in self.d.placement(role)])
             self.seq += 1
 
     def _flush_logs(self) -> None:
@@ -135,6 +180,8 @@ class PublisherNode(Node):
             self.sent_log.flush()
 
     def _close(self) -> None:
+        if self.publications is not None:
+            self.publications.close()
         if self.udp_out is not None:
             self.udp_out.flush()
             self.udp_out.close()
@@ -148,6 +195,9 @@ class PublisherNode(Node):
             out["udp"] = self.udp_out.status()
         out["published"] = self.seq
         out["done"] = self.events is None
+        if self.publications is not None:
+            out["unacked"] = len(self.publications.unacked)
+            out["resent"] = self.publications.resent
         return out
 
 

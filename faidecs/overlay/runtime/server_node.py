@@ -80,6 +80,7 @@ class ServerNode(Node):
                 fifo_inputs=udp_root and deployment.latch.enabled and deployment.latch.late == "drop",
                 on_commit=self._committed if udp_root else None,
                 durable=deployment.durability.enabled and state_dir is not None,
+                ack_publishers=not udp_root,  # a UDP publisher has no outbox (its datagrams are lossy)
             )
             roles[role] = deployment.placement(role)
         super().__init__(

@@ -90,13 +90,14 @@ from faidecs.overlay.core.messages import (
     MarkerRequest,
     Message,
     NewLog,
+    Ordered,
     Publish,
     Register,
     Up,
 )
 from faidecs.span import Span
 
-#: 2: a Decide carries a batch of decisions; ForwardBatch (code 21). Processes of one deployment
+#: 2: a Decide carries a batch of decisions; ForwardBatch (code 21); Ordered (code 22). Processes of one deployment
 #: run one version: a frame of another is refused, naming both.
 VERSION: Final = 2
 #: Nesting allowed in a snapshot's JSON and in a predicate's expression. Bounded so that decoding
@@ -130,6 +131,7 @@ MAX_PREDICATES: Final = 4096  # predicates of one alternative
 MAX_ENTRIES: Final = 4096  # positions of one ForwardBatch (a deployment's max_batch is at most this)
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
 RoleWire = Annotated[tuple[Name, ...], msgspec.Meta(max_length=MAX_TYPES)]  # canonical: checked by _role
+SeqsWire = Annotated[list[Nat], msgspec.Meta(min_length=1, max_length=MAX_ENTRIES)]
 KeysWire = Annotated[tuple[str, ...], msgspec.Meta(max_length=MAX_TYPES)]
 Scalar = bool | int | float | str
 
@@ -691,7 +693,8 @@ CODES: Final[dict[type, int]] = {
     cls: code
     for code, cls in enumerate(
         (Publish, Connect, Disconnect, Forward, Ack, Register, Decide, Holds, Commit, EpochQuery, EpochState)
-        + (NewLog, LeaderChange, Down, Up, JoinRequest, JoinState, MarkerRequest, MarkerReply, Fetch, ForwardBatch),
+        + (NewLog, LeaderChange, Down, Up, JoinRequest, JoinState, MarkerRequest, MarkerReply, Fetch, ForwardBatch)
+        + (Ordered,),
         start=1,
     )
 }
@@ -743,6 +746,7 @@ def _layouts(role: Callable[[RoleWire], Role], event: Callable[[EventWire], Even
         MarkerReply: dict(role=ROLE, consumer=STR, position=FROM_M1, ts=NAT, ok=BOOL),
         Fetch: dict(role=ROLE, replica=STR, position=NAT),
         ForwardBatch: dict(role=ROLE, consumer=STR, entries=ENTRIES),
+        Ordered: dict(role=ROLE, publisher=STR, seqs=_Field(SeqsWire, tuple, list)),
     }
 
 
