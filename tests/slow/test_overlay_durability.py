@@ -57,4 +57,6 @@ def test_sigkill_of_every_replica_then_restart_loses_nothing(tmp_path: Path, zoo
     assert by["s3"], "the three-type subscription delivered nothing"
     publisher = run.statuses()["p1"]
     assert publisher["unacked"] == 0, f"publications never acknowledged: {publisher['unacked']}"
-    print(f"{what}: restarted replicas of [A] recovered logs of {recovered}; the publisher resent {publisher['resent']}")
+    print(
+        f"{what}: restarted replicas of [A] recovered logs of {recovered}; the publisher resent {publisher['resent']}"
+    )

@@ -111,7 +111,9 @@ def random_faults(
     return out
 
 
-def random_disk_faults(rng: random.Random, servers: list[str], types: list[str], window: int) -> list[Fault]:
+def random_disk_faults(
+    rng: random.Random, servers: list[str], types: list[str], window: int, *, wipes: bool = True
+) -> list[Fault]:
     """Restarts that the replicas' disks must survive (issue 22), within ``window`` ms: every
     replica of a random merger killed at once, or every server, or a leader; perhaps one server
     also loses its disk (at most one, so that every role keeps a majority with its log), and a
@@ -130,7 +132,7 @@ def random_disk_faults(rng: random.Random, servers: list[str], types: list[str],
         out.append(Fault("restart", rng.randint(0, window), tuple(servers), rng.randint(20, 600)))
     if rng.random() < 0.2:
         out.append(Fault("pause", rng.randint(0, window), (rng.choice(servers),), rng.randint(30, 500)))
-    if rng.random() < 0.4:
+    if wipes and rng.random() < 0.4:
         # After the others: a replica that lost its disk must find its peers with their logs
         # (docs/deploy.md, "Durability": what a lost disk costs).
         after = max(f.at + f.duration for f in out)
@@ -138,4 +140,23 @@ def random_disk_faults(rng: random.Random, servers: list[str], types: list[str],
     return out
 
 
-__all__ = ["BY_MATCHING", "random_deployment", "random_disk_faults", "random_faults", "random_marker_deployment"]
+def random_restart_deployment(
+    rng: random.Random, combination: Combination | None = None, *, wipes: bool = True
+) -> Scenario:
+    """:func:`random_deployment` without its faults, with :func:`random_disk_faults` instead."""
+    scenario = random_deployment(rng, combination, faults=False)
+    window = max((t for t, _, _ in scenario.publications), default=1)
+    names = [f"m{k}" for k in range(1, scenario.servers + 1)]
+    types = sorted({t for s in scenario.subscribers.values() for t in _types(s.split(":", 1)[1])})
+    scenario.faults = random_disk_faults(rng, names, types, window, wipes=wipes)
+    return scenario
+
+
+__all__ = [
+    "BY_MATCHING",
+    "random_deployment",
+    "random_disk_faults",
+    "random_restart_deployment",
+    "random_faults",
+    "random_marker_deployment",
+]
