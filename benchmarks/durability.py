@@ -62,6 +62,7 @@ def recovery(entries: int) -> dict[str, Any]:
                 "p1",
                 k,
                 validator.validate({"id": f"e{k}", "type": "A", "attrs": {"x": k % 1000}, "publisher": "p1", "seq": k}),
+                k - 1,
             )
             for k in batch
         ]

@@ -27,6 +27,8 @@ def judged(scenario: Scenario, seed: int, label: str) -> tuple[SimResult, list[s
     batching = f"batch_ms={batch_ms}, max_batch={max_batch}" if batch_ms else "unbatched"
     where = f"seed {seed} ({label}; {batching}; faults: {[f.describe() for f in scenario.faults]})"
     problems = [f"{where}: {g.describe()}" for g in result.gaps]
+    if result.unacked:  # restarts: a publication no root ordered is lost
+        problems.append(f"{where}: publications never ordered: {result.unacked[:5]}")
     kept = kept_properties(simulation.subscriptions.values())
     problems += [f"{where}: {p} violated" for p in check(result.log, kept).violated()]
     for name, client in result.clients.items():

@@ -75,7 +75,7 @@ def test_a_replicas_disk_folds_into_the_log_it_holds(seed: int, tmp_path: Path) 
             disk = simulation.disks[server].get(role, Restored())
             assert disk.decisions == replica.log.decisions, f"{server} {role_name(role)}"
             assert disk.log_epoch == replica.log.log_epoch
-            assert {(s, k) for s, k, _ in disk.inputs} == set(replica.inputs.items)
+            assert {(s, k) for s, k, _, _ in disk.inputs} == set(replica.inputs.items)
             assert {s: p for s, p in disk.received.items()} == replica.upstream.received
             # The runtime's files hold the same, through the wire format and back.
             if (server, role) not in simulation.journals:
@@ -104,7 +104,7 @@ def _journal_with_records(folder: Path, records: int) -> tuple[Role, wire.Declar
     for k in range(records):
         event = validator.validate({"id": f"e{k}", "type": "A", "attrs": {"x": k}, "publisher": "p", "seq": k})
         d = Decision(k, 1, k, "event", "p", k)
-        journal.write(JournalDelta(1, None, [d], [("p", k, event)], {}, -1))
+        journal.write(JournalDelta(1, None, [d], [("p", k, event, k - 1)], {}, -1))
     journal.commit()
     journal.close()
     return role, decoder

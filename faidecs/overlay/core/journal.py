@@ -25,8 +25,8 @@ from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter
 from faidecs.overlay.core.messages import Decision
 
-#: an input as the replica received it: (source, key, payload); see Inputs.items
-Input = tuple[str, int, "Event | Filter"]
+#: an input as the replica received it: (source, key, payload, prev); see Inputs.items, Publish.prev
+Input = tuple[str, int, "Event | Filter", int]
 
 
 class JournalError(FaidecsError):

@@ -45,9 +45,15 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class Publish:
+    """``prev``: the seq of the publisher's previous publication to the same root role (-1: none,
+    or not said). A root orders this one only after that one, so that the publisher's events stay
+    in their order even when a copy is lost and sent again (a root whose replicas all restarted
+    missed it, and a later one overtook the resent copy)."""
+
     publisher: str
     seq: int
     event: Event
+    prev: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,7 +177,7 @@ class MergerReplica:
         # since (a new leader's log may replace an uncommitted tail), inputs not on disk yet.
         self._disk_len = 0
         self._stable = 0
-        self._new_inputs: list[tuple[str, int, Event | Filter]] = []
+        self._new_inputs: list[tuple[str, int, Event | Filter, int]] = []
         self._disk_received: dict[str, int] = dict(self.upstream.received)
         self._disk_trimmed = -1
         self._disk_epoch = 0
@@ -208,7 +208,7 @@ class MergerReplica:
     def _handle(self, sender: str, msg: Message, now: int) -> list[Send]:
         match msg:
             case Publish():
-                return self._item(msg.publisher, msg.seq, msg.event, now)
+                return self._item(msg.publisher, msg.seq, msg.event, now, msg.prev)
             case Forward():
                 return self._upstream(sender, msg.role, msg.consumer, (msg,), now)
             case ForwardBatch():
@@ -305,7 +305,7 @@ class MergerReplica:
                 out += self._item(side, e.position, e.filter, now)
         return out
 
-    def _item(self, source: str, key: int, payload: Event | Filter, now: int) -> list[Send]:
+    def _item(self, source: str, key: int, payload: Event | Filter, now: int, prev: int = -1) -> list[Send]:
         k = (source, key)
         inputs = self.inputs
         if k in inputs.items:
@@ -320,8 +320,10 @@ class MergerReplica:
             return []
         inputs.items[k] = payload
         inputs.arrivals.append(k)  # the leader decides it at the next flush
+        if prev >= 0:
+            inputs.prev[k] = prev
         if self.durable:
-            self._new_inputs.append((source, key, payload))
+            self._new_inputs.append((source, key, payload, prev))
         out: list[Send] = []
         if self.lossy_inputs and k in inputs.decided:  # a payload this replica lacked: it now holds more
             log = self.log
@@ -397,10 +399,26 @@ class MergerReplica:
             elif self.fifo_inputs and k[1] <= inputs.highest.get(k[0], -1):
                 inputs.late_inputs += 1  # a later one of its publisher is decided: never ordered
             else:
-                out += self._decide("event", now, source=k[0], key=k[1])
+                self._decide_in_order(k, now)
         if upmarked:
             out += self._drive_pending(now)
         return out
+
+    def _decide_in_order(self, k: tuple[str, int], now: int) -> None:
+        """Decide publication ``k`` once its publisher's previous one to this role is decided (it
+        waits, parked, otherwise), then those that waited for it, in turn."""
+        inputs = self.inputs
+        prev = inputs.prev.get(k, -1)
+        if prev >= 0 and (k[0], prev) not in inputs.decided:
+            inputs.parked.setdefault((k[0], prev), []).append(k)
+            return
+        todo = [k]
+        while todo:
+            k = todo.pop()
+            if k in inputs.decided:
+                continue
+            self._decide("event", now, source=k[0], key=k[1])
+            todo += reversed(inputs.parked.pop(k, []))
 
     def _append(self, d: Decision) -> None:
         """Append ``d`` to the log and to what is derived from it: the inputs it decides, the
@@ -430,6 +448,7 @@ class MergerReplica:
             self._stable = min(self._stable, common_prefix(self.log.decisions, decisions))
         self.log.decisions, self.log.last_ts, self.log.filtered = [], 0, []
         self.inputs.decided, self.inputs.highest, self.inputs.fetch_from = set(), {}, 0
+        self.inputs.parked = {}
         self.inputs.position_of = {}
         self.consumers.marks = {}
         for d in decisions:
@@ -725,8 +744,12 @@ class MergerReplica:
         consumers, up = self.consumers, self.upstream
         for k in [k for k in consumers.links if k[1] == process]:
             del consumers.links[k]
-        for k in [k for k in consumers.acks if k[1] == process]:
-            del consumers.acks[k]
+        if not self.durable:
+            # A durable deployment's consumer comes back from its disk wanting what follows its
+            # last acknowledgement: its position keeps holding back the payloads' drop (one that
+            # leaves for good says so, Disconnect). Otherwise it comes back with nothing.
+            for k in [k for k in consumers.acks if k[1] == process]:
+                del consumers.acks[k]
         out: list[Send] = []
         for side, reading in up.reading.items():
             if reading == process:
@@ -736,20 +759,24 @@ class MergerReplica:
 
     def _on_up(self, process: str, now: int) -> list[Send]:
         self.down.discard(process)
-        log = self.log
-        if log.status == "recovering" and log.leader == self.me and process in self.replicas:
-            # A peer that was down when this leader asked (a role whose replicas all restarted):
-            # its answer may be the one a majority still lacks.
-            if process != self.me and process not in log.recovery:
-                return [(process, EpochQuery(self.role, log.epoch, self.me))]
-        if self.is_leading() and process in self.replicas and process != self.me:
-            # It may have restarted with nothing, or missed decisions while thought down.
-            return [(process, NewLog(self.role, self.log.epoch, tuple(self.log.decisions), self.log.commit))]
-        up = self.upstream
+        log, up = self.log, self.upstream
+        out: list[Send] = []
+        if process in self.replicas and process != self.me:
+            if log.status == "recovering" and log.leader == self.me and process not in log.recovery:
+                # A peer that was down when this leader asked (a role whose replicas all
+                # restarted): its answer may be the one a majority still lacks.
+                out.append((process, EpochQuery(self.role, log.epoch, self.me)))
+            elif self.is_leading():
+                # It may have restarted with nothing, or missed decisions while thought down.
+                out.append((process, NewLog(self.role, log.epoch, tuple(log.decisions), log.commit)))
         if process == self.me:  # our session had expired: upstream dropped our links
-            return [m for side in up.sides for m in self._read_from(side, now)]
-        # A parent whose replicas were all down is read again as soon as one is back.
-        return [m for side, r in up.reading.items() if r is None for m in self._read_from(side, now)]
+            return out + [m for side in up.sides for m in self._read_from(side, now)]
+        # A parent whose replicas were all down is read again as soon as one is back; the replica
+        # read is asked again when it is back (it dropped the link with its old session, or a
+        # restarted replica asked it while it was down, not knowing).
+        return out + [
+            m for side, r in up.reading.items() if r is None or r == process for m in self._read_from(side, now)
+        ]
 
     # --- inputs a lossy path lost (lossy_inputs) ----------------------------------------------------
 
@@ -962,11 +989,13 @@ class MergerReplica:
         self._rebuild(list(state.decisions))
         log, inputs, consumers = self.log, self.inputs, self.consumers
         log.log_epoch = state.log_epoch
-        for source, key, payload in state.inputs:
+        for source, key, payload, prev in state.inputs:
             k = (source, key)
             if k not in inputs.items:
                 inputs.items[k] = payload
                 inputs.arrivals.append(k)
+                if prev >= 0:
+                    inputs.prev[k] = prev
         for d in log.decisions[: state.trimmed + 1]:
             if d.kind == "event" and (d.source, d.key) in inputs.items:
                 inputs.items[(d.source, d.key)] = None

@@ -75,6 +75,8 @@ class Inputs:
     fetch_from: int = 0  # lossy_inputs: positions before it have their payloads here
     fetched_at: int = 0  # lossy_inputs: when it last asked its peers for missing payloads
     fetches: int = 0  # lossy_inputs: payloads asked for
+    prev: dict[ItemKey, int] = field(default_factory=dict)  # a publication -> its publisher's previous to this role
+    parked: dict[ItemKey, list[ItemKey]] = field(default_factory=dict)  # leader: a publication -> those waiting for it
     position_of: dict[ItemKey, int] = field(default_factory=dict)  # ack_publishers: a decided event's position
     reacks: dict[str, list[int]] = field(default_factory=dict)  # ack_publishers: resent ones ordered before
     conflicting: int = 0  # publications repeating a (publisher, seq) with other content, dropped

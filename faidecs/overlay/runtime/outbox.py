@@ -43,6 +43,7 @@ class Outbox:
         self.unacked: dict[int, Unacked] = {}
         self.next_seq = 0
         self.next_line = 0  # lines of the events file before it were published
+        self.last_to: dict[Role, int] = {}  # root role -> the last seq sent to it (Publish.prev)
         self.resent = 0
 
     @classmethod
@@ -66,7 +67,9 @@ class Outbox:
                     publish = decoder.decode(encoded)
                     if not isinstance(publish, Publish) or publish.seq != seq:
                         raise FaidecsError(f"not the publication of seq {seq}")
-                    outbox.unacked[seq] = Unacked(publish, root(publish.event.type), 0)  # type: ignore[operator]
+                    role = root(publish.event.type)  # type: ignore[operator]
+                    outbox.unacked[seq] = Unacked(publish, role, 0)
+                    outbox.last_to[role] = max(outbox.last_to.get(role, -1), seq)
                     outbox.next_seq = max(outbox.next_seq, seq + 1)
                     outbox.next_line = max(outbox.next_line, line)
                 elif kind == _ACKED and len(record) == 2 and isinstance(record[1], list):
@@ -82,6 +85,7 @@ class Outbox:
     def sent(self, publish: Publish, role: Role, line: int, data: bytes, now: int) -> None:
         """``publish`` (encoded ``data``), from ``line`` of the events file, goes out now."""
         self.unacked[publish.seq] = Unacked(publish, role, now)
+        self.last_to[role] = publish.seq
         self.next_seq = publish.seq + 1
         self.next_line = line
         if self.log is not None:

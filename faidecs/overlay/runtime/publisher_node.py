@@ -156,7 +156,10 @@ class PublisherNode(Node):
                 "publisher": self.process,
                 "seq": self.seq,
             }
-            message = Publish(self.process, self.seq, event)
+            role = self.d.root_role(event.type)
+            # Over the overlay's links, a root orders it after the last one sent to it (Publish.prev).
+            prev = self.publications.last_to.get(role, -1) if self.publications is not None else -1
+            message = Publish(self.process, self.seq, event, prev)
             data = wire.encode(message)
             if len(data) > self.d.max_event_bytes:
                 raise FaidecsError(f"{where}: {too_large(event.id, len(data), self.d.max_event_bytes)}")
@@ -166,7 +169,6 @@ class PublisherNode(Node):
                 self.udp_out.publish(message)
             else:
                 self.log.publish(record)
-                role = self.d.root_role(event.type)
                 if self.publications is not None:
                     self.publications.sent(message, role, line, data, now)
                 # The outbox holds the message until the pass's end: its id stays its own till then.

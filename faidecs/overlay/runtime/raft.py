@@ -221,12 +221,12 @@ class RaftReplica(MergerReplica):
 
     # --- inputs ----------------------------------------------------------------------------------
 
-    def _item(self, source: str, key: int, payload: Any, now: int) -> list[Send]:
+    def _item(self, source: str, key: int, payload: Any, now: int, prev: int = -1) -> list[Send]:
         k = (source, key)
         if k not in self.inputs.items:
             self.after[k] = self.last_seq.get(source, -1)
             self.last_seq[source] = key
-        return super()._item(source, key, payload, now)
+        return super()._item(source, key, payload, now, prev)
 
     # --- deciding: through the Raft log ------------------------------------------------------------
 

@@ -6,8 +6,9 @@ received, trimmed]`` whose decisions and inputs are overlay messages in the wire
 (:mod:`faidecs.overlay.runtime.wire`), decoded on recovery with the deployment's checks like any
 message from the network: the decisions as one :class:`Decide`, the inputs as
 :class:`ForwardBatch` es, one per run of inputs from one source (a publisher, or a parent's side
-``L``/``R``), each entry the input's key and payload. The wire format's version therefore
-versions these files too.
+``L``/``R``), each entry the input's key (its position), its payload and, in its ``ts``, the
+publication's ``prev`` plus one (:class:`~faidecs.overlay.core.messages.Publish`; 0: none). The
+wire format's version therefore versions these files too.
 
 When a record reaches the disk is the deployment's ``[durability]`` policy: :meth:`commit`, which
 the server calls after each pass of its loop and before it sends that pass's messages, writes
@@ -119,7 +120,7 @@ class ReplicaJournal:
                 payload: Event | Filter | None = e.event if e.kind == "event" else e.filter
                 if payload is None:
                     raise JournalError(f"input {batch.consumer}:{e.position} has no payload")
-                delta.inputs.append((batch.consumer, e.position, payload))
+                delta.inputs.append((batch.consumer, e.position, payload, e.ts - 1))
         return delta
 
 
@@ -128,15 +129,15 @@ def _encode_inputs(role: Role, inputs: list[Input]) -> list[bytes]:
     out: list[bytes] = []
     run: list[Entry] = []
     source = ""
-    for s, key, payload in inputs:
+    for s, key, payload, prev in inputs:
         if run and (s != source or len(run) >= _CHUNK):
             out.append(wire.encode(ForwardBatch(role, source, tuple(run))))
             run = []
         source = s
         if isinstance(payload, Event):
-            run.append(Entry(key, 0, "event", payload))
+            run.append(Entry(key, prev + 1, "event", payload))
         else:
-            run.append(Entry(key, 0, "mark", None, "", payload))
+            run.append(Entry(key, prev + 1, "mark", None, "", payload))
     if run:
         out.append(wire.encode(ForwardBatch(role, source, tuple(run))))
     return out

@@ -97,9 +97,10 @@ from faidecs.overlay.core.messages import (
 )
 from faidecs.span import Span
 
-#: 2: a Decide carries a batch of decisions; ForwardBatch (code 21); Ordered (code 22). Processes of one deployment
+#: 2: a Decide carries a batch of decisions; ForwardBatch (code 21). 3: Ordered (code 22), and a
+#: Publish says the publication before it to the same root (prev). Processes of one deployment
 #: run one version: a frame of another is refused, naming both.
-VERSION: Final = 2
+VERSION: Final = 3
 #: Nesting allowed in a snapshot's JSON and in a predicate's expression. Bounded so that decoding
 #: cannot exhaust the Python stack; deeper than anything faidecs writes.
 MAX_DEPTH: Final = 100
@@ -715,7 +716,7 @@ def _layouts(role: Callable[[RoleWire], Role], event: Callable[[EventWire], Even
 
     ENTRIES = _Field(EntriesWire, lambda v: _each(entry, v), lambda es: [entry.encode(e) for e in es])  # noqa: N806
     return {
-        Publish: dict(publisher=STR, seq=NAT, event=EVENT),
+        Publish: dict(publisher=STR, seq=NAT, event=EVENT, prev=FROM_M1),
         Connect: dict(role=ROLE, consumer=STR, process=STR, after=FROM_M1),
         Disconnect: dict(role=ROLE, consumer=STR, process=STR),
         Forward: dict(

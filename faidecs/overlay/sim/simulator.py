@@ -32,7 +32,7 @@ from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.inputstage import InputStage, InputStamper, Latched, latch_config
 from faidecs.overlay.core.journal import Restored
 from faidecs.overlay.core.keys import stream_filter, stream_key
-from faidecs.overlay.core.messages import Decide, Decision, LeaderChange, Message, Publish, Send
+from faidecs.overlay.core.messages import Decide, Decision, LeaderChange, Message, Ordered, Publish, Send, Up
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica
 from faidecs.overlay.core.subscriber import SubscriberClient
@@ -83,6 +83,8 @@ class SimResult:
     fed: dict[str, tuple[int, float]] = field(default_factory=dict)
     #: cost model: process -> CPU µs it spent
     busy_us: Counter[str] = field(default_factory=Counter)
+    #: restarts: publications no root acknowledged by the end (publisher, seq); none is lost
+    unacked: list[tuple[str, int]] = field(default_factory=list)
 
     def input_log(self) -> RunLog:
         """The root mergers' input as a run log of its own: every publication sent, and per root
@@ -160,6 +162,10 @@ class Simulation:
         # payload of a decided publication it lacks (a publication sent while it was down).
         self.durable = any(f.kind in ("restart", "wipe") for f in scenario.faults)
         self.disks: dict[str, dict[Role, Restored]] = {s: {} for s in self.servers}
+        # ... and their publishers keep an outbox, as the runtime's do: what no root leader
+        # acknowledged (Ordered) is sent again when a replica of its root is back.
+        self.unacked: dict[str, dict[int, tuple[Publish, Role]]] = {}
+        self.last_to: dict[tuple[str, Role], int] = {}  # (publisher, root) -> its last seq there
         self.replicas: dict[str, dict[Role, MergerReplica]] = {s: {} for s in self.servers}
         for role in self.roles:
             for server in placement(role):
@@ -230,6 +236,7 @@ class Simulation:
             max_batch=config.max_batch,
             durable=self.durable,
             lossy_inputs=self.durable and is_root(role),
+            ack_publishers=self.durable,
         )
         if config.input_path is not None and is_root(role):
             latch = config.input_path.latch
@@ -341,6 +348,19 @@ class Simulation:
             if refused is not None:
                 raise SimulationError(f"at {self.now}: an honest message refused: {refused[1]}")
         out: list[Send] = []
+        if dst in self.unacked:
+            if isinstance(msg, Ordered):
+                for seq in msg.seqs:
+                    self.unacked[dst].pop(seq, None)
+                return []
+            if isinstance(msg, Up):
+                placement = self.placement
+                out = [
+                    (p, publish)
+                    for publish, role in self.unacked[dst].values()
+                    if msg.process in placement(role)
+                    for p in placement(role)
+                ]
         if isinstance(msg, Latched):
             for publish in self.stages[dst].receive(msg, float(self.now)):
                 out += self.hosts[dst].handle(src, publish, self.now)
@@ -349,7 +369,7 @@ class Simulation:
             out = self.hosts[dst].handle(src, msg, self.now)
             self._arm_flush(dst)
         elif dst in self.clients:
-            out = self.clients[dst].handle(src, msg, self.now)
+            out += self.clients[dst].handle(src, msg, self.now)
         return out
 
     def _tick(self, process: str) -> None:
@@ -426,7 +446,8 @@ class Simulation:
         if self.config.cost is not None:
             self.published_clock.setdefault(validated.id, self.clock)
         root = self.root(validated.type)
-        message = Publish(publisher, seq, validated)
+        message = Publish(publisher, seq, validated, self.last_to.get((publisher, root), -1))
+        self.last_to[(publisher, root)] = seq
         if self.config.input_path is not None:
             self.sent.append(
                 {
@@ -439,6 +460,8 @@ class Simulation:
             )
             self._lossy(publisher, root, message)
             return
+        if self.durable:
+            self.unacked.setdefault(publisher, {})[seq] = (message, root)
         self._send(publisher, [(p, message) for p in self.placement(root)])
 
     def _lossy(self, publisher: str, role: Role, publish: Publish) -> None:
@@ -769,6 +792,7 @@ class Simulation:
         result.published_clock = self.published_clock
         result.fed = self.fed
         result.busy_us = self.busy_us
+        result.unacked = sorted((p, seq) for p, box in self.unacked.items() for seq in box)
         result.gaps = stream_gaps(result)
         return result
 
