@@ -16,7 +16,7 @@ from faidecs.matching.events import EventValidator
 from faidecs.merging.roles import Role, role_name
 from faidecs.net.segmentlog import CorruptLog
 from faidecs.overlay.core.journal import JournalDelta, JournalError, Restored
-from faidecs.overlay.core.messages import Decision, EpochQuery, LeaderChange, Publish, Up
+from faidecs.overlay.core.messages import Decision, EpochQuery, LeaderChange, Ordered, Publish, Up
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
 from faidecs.overlay.runtime import wire
@@ -186,3 +186,36 @@ def test_take_journal_records_a_cut_when_a_new_log_replaces_the_tail() -> None:
     assert delta is not None and delta.keep == 1 and [d.position for d in delta.decisions] == [1]
     state.apply(delta)
     assert state.decisions == replica.log.decisions
+
+
+def _event(seq: int) -> object:
+    types = _types_of()
+    return EventValidator(types).validate(  # type: ignore[arg-type]
+        {"id": f"e{seq}", "type": "A", "attrs": {"x": seq}, "publisher": "p", "seq": seq}
+    )
+
+
+def _leading(me: str) -> MergerReplica:
+    replica = MergerReplica(("A",), me, lambda r: (me,), durable=True)  # a majority of one
+    replica.handle("coordinator", LeaderChange(("A",), me, 1), 0)
+    assert replica.is_leading()
+    return replica
+
+
+def test_a_root_orders_a_publication_after_the_one_it_names_as_previous() -> None:
+    leader = _leading("m1")
+    leader.handle("p", Publish("p", 3, _event(3), prev=1), 1)  # 1 was lost on the way, resent later
+    leader.handle("p", Publish("p", 5, _event(5), prev=3), 2)
+    assert [d.key for d in leader.log.decisions if d.kind == "event"] == []
+    leader.handle("p", Publish("p", 1, _event(1), prev=-1), 3)
+    assert [d.key for d in leader.log.decisions if d.kind == "event"] == [1, 3, 5]
+
+
+def test_a_root_leader_acknowledges_what_it_committed_and_a_resent_copy_again() -> None:
+    leader = MergerReplica(("A",), "m1", lambda r: ("m1",), ack_publishers=True)
+    leader.handle("coordinator", LeaderChange(("A",), "m1", 1), 0)
+    out = leader.handle("p", Publish("p", 0, _event(0)), 1)
+    assert ("p", Ordered(("A",), "p", (0,))) in out
+    again = leader.handle("p", Publish("p", 0, _event(0)), 2)  # its Ordered was lost: sent again
+    assert again == [("p", Ordered(("A",), "p", (0,)))]
+    assert [d.key for d in leader.log.decisions if d.kind == "event"] == [0]  # ordered once
