@@ -41,6 +41,38 @@ def incarnation_of(path: Path) -> tuple[str, int]:
     return (stem, int(n)) if at and n.isdigit() else (path.stem, 0)
 
 
+class _Delivered(msgspec.Struct):
+    record: str
+    process: str = ""
+    id: str | None = None
+
+
+_DECODE_DELIVERED = msgspec.json.Decoder(_Delivered).decode
+
+
+def recorded_deliveries(path: Path, process: str, since: tuple[int, int], before: int) -> set[str]:
+    """The ids of the deliveries ``process`` recorded in its incarnations' logs (first file
+    ``path``) from incarnation ``since[0]`` at byte ``since[1]`` up to incarnation ``before``
+    (excluded): what a restarted subscriber's predecessors delivered after its checkpoint. A last
+    line a kill cut short was never recorded whole, and is not counted."""
+    out: set[str] = set()
+    first, offset = since
+    for incarnation in range(first, before):
+        try:
+            with incarnation_path(path, incarnation).open("rb") as f:
+                f.seek(offset if incarnation == first else 0)
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        for line in data.split(b"\n")[:-1]:  # the last piece is empty or cut short
+            if b'"deliver"' not in line:
+                continue
+            record = _DECODE_DELIVERED(line)
+            if record.record == "deliver" and record.process == process and record.id is not None:
+                out.add(record.id)
+    return out
+
+
 class ProcessLog:
     def __init__(self, path: Path, types_source: str, process: str, subscription: str | None):
         """Write the log of this incarnation of ``process``: ``path`` if there is none yet, else
@@ -111,4 +143,4 @@ class ProcessLog:
         self.file.close()
 
 
-__all__ = ["ProcessLog", "incarnation_of", "incarnation_path"]
+__all__ = ["ProcessLog", "incarnation_of", "incarnation_path", "recorded_deliveries"]

@@ -107,6 +107,7 @@ class Stream:
     released: int = -1  # last position fed to the engine (or the start mark)
     progress: int = -1  # timestamp of the last entry received
     acked: int = -1
+    heard: int = 0  # when its replica last sent it a position (the driver's clock)
     fed: list[tuple[int, str]] = field(default_factory=list)  # (position, event id) fed to the engine
     fed_at: list[int] = field(default_factory=list)  # when each was fed (the driver's clock)
     # How the stream starts: "mark" (registers, starts after its own logged mark), "ask" (waits
@@ -190,6 +191,7 @@ class SubscriberClient:
             self.ready_at = now
             for role, how in self.resume.how.items():
                 self.streams[role].how = how
+                self.streams[role].heard = now
             return self._adopt(self.resume.state)
         if self.peer is not None:
             return [(self.peer, JoinRequest(self.name, self.keys()))]
@@ -269,6 +271,13 @@ class SubscriberClient:
             for s in self.streams.values():
                 if s.reading is None:
                     out += self._connect(s)
+                elif self.resume is not None and now - s.heard >= 5 * self.retry_every:
+                    # Restarted under its old name: the replicas may learn that its predecessor's
+                    # session ended (Down, then Up) after its Connect, and drop the new link with
+                    # the old. A silent stream asks again (a Connect repeated is harmless: copies
+                    # of positions it has are dropped).
+                    s.heard = now
+                    out += self._connect(s)
         ack = now - self.last_ack >= self.ack_every
         if ack:
             self.last_ack = now
@@ -308,6 +317,7 @@ class SubscriberClient:
             # would be ahead of the stream it reads, which it would then skip.
             self.foreign += len(positions)
             return []
+        s.heard = now
         for e in positions:
             if not s.started:
                 if e.kind == "mark" and e.request == self.name and consumer == s.key:
