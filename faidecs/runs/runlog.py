@@ -5,7 +5,9 @@ A run log is a JSON-lines file (format ``faidecs.runs.runlog/1``, see ``docs/pro
 - one ``header`` record first: the event types of the run as program text;
 - one ``process`` record per process: its name and its subscription (one declaration);
 - ``publish`` records in publication order: the event (with ``publisher`` and ``seq``);
-- ``deliver`` records: a process delivered a relation for one of its conjunctions;
+- ``deliver`` records: a process delivered a relation for one of its conjunctions, optionally
+  with the delivery's ``id`` (overlay subscribers: the same relation delivered again after a
+  restart has the same id; older logs have none, and read as before);
 - ``notify`` records (ordering layers only): the layer handed a process one event, before its
   engine saw it; the pairwise Total Notification Order is judged on them;
 - optionally one ``final`` record per process: its queues after the last event (``state_json``);
@@ -81,19 +83,7 @@ class RunLog:
         merged: list[tuple[int, dict[str, Any]]] = [
             (p.time, {"record": "publish", "time": p.time, "event": p.event}) for p in self.published
         ]
-        merged += [
-            (
-                d.time,
-                {
-                    "record": "deliver",
-                    "time": d.time,
-                    "process": d.process,
-                    "conjunction": d.conjunction,
-                    "relation": list(d.relation),
-                },
-            )
-            for d in self.delivered
-        ]
+        merged += [(d.time, _deliver_record(d)) for d in self.delivered]
         merged += [
             (n.time, {"record": "notify", "time": n.time, "process": n.process, "event": n.event})
             for n in self.notified
@@ -136,6 +126,19 @@ class RunLog:
         return None
 
 
+def _deliver_record(d: Delivered) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "record": "deliver",
+        "time": d.time,
+        "process": d.process,
+        "conjunction": d.conjunction,
+        "relation": list(d.relation),
+    }
+    if d.id is not None:
+        record["id"] = d.id
+    return record
+
+
 class RunRecorder:
     """Builds a :class:`RunLog` while a run happens: one clock for publications and deliveries."""
 
@@ -155,9 +158,9 @@ class RunRecorder:
         self.log.published.append(Published(self._time, stamped))
         return stamped
 
-    def deliver(self, process: str, conjunction: int, relation: Iterable[str]) -> None:
+    def deliver(self, process: str, conjunction: int, relation: Iterable[str], id: str | None = None) -> None:
         self._time += 1
-        self.log.delivered.append(Delivered(self._time, process, conjunction, tuple(relation)))
+        self.log.delivered.append(Delivered(self._time, process, conjunction, tuple(relation), id))
 
     def notify(self, process: str, event_id: str) -> None:
         """An ordering layer handed ``event_id`` to ``process``."""
@@ -182,12 +185,57 @@ class RunRecorder:
         return self.log
 
 
+def _once(records: list[tuple[int, int, int, Any]], names: list[str]) -> list[tuple[int, int, int, Any]]:
+    """``records`` (sorted) without those that repeat an earlier one (see :func:`merge_runlogs`)."""
+    published: dict[tuple[str, int], tuple[int, Published]] = {}
+    delivered: dict[tuple[str, str], tuple[int, Delivered]] = {}
+    kept = []
+    for r in records:
+        record = r[3]
+        if isinstance(record, Published):
+            key = (record.publisher, record.seq)
+            seen = published.setdefault(key, (r[1], record))
+            if seen[1] is not record:
+                if seen[1].event != record.event:
+                    raise RunLogError(
+                        f"{names[r[1]]}: publication {key[1]} of {key[0]} is {_excerpt(record.event)}, "
+                        f"but {names[seen[0]]} has it as {_excerpt(seen[1].event)}"
+                    )
+                continue
+        elif isinstance(record, Delivered) and record.id is not None:
+            dkey = (record.process, record.id)
+            first = delivered.setdefault(dkey, (r[1], record))
+            if first[1] is not record:
+                if (first[1].conjunction, first[1].relation) != (record.conjunction, record.relation):
+                    raise RunLogError(
+                        f"{names[r[1]]}: delivery {record.id} of {record.process} is relation "
+                        f"{list(record.relation)} of conjunction {record.conjunction}, but {names[first[0]]} "
+                        f"has it as {list(first[1].relation)} of conjunction {first[1].conjunction}"
+                    )
+                continue
+        kept.append(r)
+    return kept
+
+
+def _excerpt(event: dict[str, Any]) -> str:
+    text = json.dumps(event, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
 def merge_runlogs(logs: Iterable[tuple[str, RunLog]]) -> RunLog:
     """One run log from the logs of a run's processes (``(name, log)`` each), as the processes
     of a deployment write them: each with the same types, its own process record (subscribers),
     its publications (publishers) or deliveries, timed by a clock all of them share (the host's
     wall clock, in nanoseconds). Records are interleaved by that time, a process's own order kept,
-    and renumbered 1, 2, ...; times of joins and leaves are mapped onto the new numbering."""
+    and renumbered 1, 2, ...; times of joins and leaves are mapped onto the new numbering.
+
+    The logs of a process's incarnations (it restarted) merge as one process. A record that
+    repeats another counts once, at its earliest time: a publication with the same
+    ``(publisher, seq)`` and the same event (each root replica of a UDP publisher records what it
+    commits; a restarted publisher may record a resent publication again), a delivery with the
+    same process and id and the same relation (a restarted subscriber re-produces the relations
+    since its checkpoint). The same ``(publisher, seq)`` with another event, or the same delivery
+    id with another relation, is a :class:`RunLogError` naming both logs."""
     items = list(logs)
     if not items:
         raise RunLogError("no run logs to merge")
@@ -206,18 +254,7 @@ def merge_runlogs(logs: Iterable[tuple[str, RunLog]]) -> RunLog:
         base = len(log.published) + len(log.delivered)
         records += [(n.time, rank, base + k, n) for k, n in enumerate(log.notified)]
     records.sort(key=lambda r: r[:3])
-    # A publication of a UDP publisher is recorded by each root replica that commits it (its
-    # publisher cannot know whether it is ever ordered): the same record from several processes
-    # counts once, at its earliest time. Within one process a repeated record is kept (and judged).
-    first_by: dict[str, int] = {}
-    kept = []
-    for r in records:
-        if isinstance(r[3], Published):
-            rank = first_by.setdefault(json.dumps(r[3].event, sort_keys=True), r[1])
-            if rank != r[1]:
-                continue
-        kept.append(r)
-    records = kept
+    records = _once(records, [name for name, _ in items])
     times = [r[0] for r in records]
 
     def renumbered(time: int) -> int:
@@ -230,7 +267,7 @@ def merge_runlogs(logs: Iterable[tuple[str, RunLog]]) -> RunLog:
         elif isinstance(record, Notified):
             out.notified.append(Notified(n, record.process, record.event))
         else:
-            out.delivered.append(Delivered(n, record.process, record.conjunction, record.relation))
+            out.delivered.append(Delivered(n, record.process, record.conjunction, record.relation, record.id))
     for _, log in items:
         out.joined.update({p: (renumbered(t), peer) for p, (t, peer) in log.joined.items()})
         out.left.update({p: renumbered(t) for p, t in log.left.items()})

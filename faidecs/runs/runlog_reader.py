@@ -127,7 +127,9 @@ class _Reader:
                         f"field 'conjunction': process {record.process!r} has no conjunction {record.conjunction} "
                         f"(it has {conjunctions})"
                     )
-                log.delivered.append(Delivered(record.time, record.process, record.conjunction, tuple(record.relation)))
+                log.delivered.append(
+                    Delivered(record.time, record.process, record.conjunction, tuple(record.relation), record.id)
+                )
         elif isinstance(record, _Final):
             self._final(log, record)
         else:  # a second header
@@ -284,6 +286,7 @@ class _Deliver(_Record, tag="deliver"):
     process: str
     conjunction: int
     relation: list[str]
+    id: str | None = None
 
 
 class _Notify(_Record, tag="notify"):

@@ -43,6 +43,9 @@ class Delivered:
     process: str
     conjunction: int
     relation: tuple[str, ...]
+    #: the delivery's id (overlay subscribers: process, merger stream, position, index); a
+    #: relation delivered again by a restarted process has the same one. None in older logs.
+    id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

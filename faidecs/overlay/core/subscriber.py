@@ -14,14 +14,24 @@ peer delivers after that point. With ``marker`` it joins LoCaPS-style (docs/over
 it asks the replica it reads for a *marker*, a committed position after which that replica's stream
 covers its filter, and starts there with empty queues, without any decision being logged; a stream
 whose merger does not cover it yet registers as a fresh client does.
+
+Each delivery has an id, :func:`delivery_id`: the process, the merger stream and position of the
+event whose release produced it, and its index among that event's deliveries. With a
+:class:`~faidecs.overlay.core.checkpoint.CheckpointPolicy` the client is *durable*: it offers a
+checkpoint (its engines and stream positions, the state a peer hands a joiner) every so many
+deliveries or milliseconds, acknowledges to its mergers nothing past the last one saved, and a
+client started with ``resume`` takes its engines from it and reads each stream again from its
+position, as a joiner does from a peer's state: it re-produces the relations since the checkpoint
+with the same ids, and those its sinks already recorded (``recorded``) are not delivered again
+(docs/overlay.md, "Subscriber checkpoints and delivery ids").
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from faidecs.grammar.model import EventType, Program, Subscription
 from faidecs.matching.engine import Engine
@@ -29,6 +39,7 @@ from faidecs.matching.events import Event
 from faidecs.matching.records import Matcher
 from faidecs.merging.filters import Filter
 from faidecs.merging.roles import Role, role_name, split_by_role
+from faidecs.overlay.core.checkpoint import CheckpointPolicy, SubscriberCheckpoint
 from faidecs.overlay.core.keys import stream_filter, stream_key
 from faidecs.overlay.core.messages import (
     Ack,
@@ -64,6 +75,22 @@ class Observer(Protocol):
         ...
 
 
+@runtime_checkable
+class IdentifiedObserver(Observer, Protocol):
+    """An observer that takes each delivery with its id (:func:`delivery_id`): the client calls
+    :meth:`deliver_identified` instead of ``deliver`` when its observer has it."""
+
+    def deliver_identified(self, process: str, delivery: str, conjunction: int, relation: tuple[str, ...]) -> None: ...
+
+
+def delivery_id(process: str, role: Role, position: int, index: int) -> str:
+    """The id of a delivery: ``process``, the merger stream ``role`` and ``position`` of the event
+    whose release produced it, and its ``index`` among that event's deliveries. Positions are the
+    same at every replica, and a client restarted from a checkpoint feeds its engines the same
+    events in the same order, so it gives a relation it delivers again the same id."""
+    return f"{process}/{role_name(role)}/{position}/{index}"
+
+
 @dataclass(slots=True)
 class Stream:
     role: Role
@@ -80,6 +107,7 @@ class Stream:
     released: int = -1  # last position fed to the engine (or the start mark)
     progress: int = -1  # timestamp of the last entry received
     acked: int = -1
+    heard: int = 0  # when its replica last sent it a position (the driver's clock)
     fed: list[tuple[int, str]] = field(default_factory=list)  # (position, event id) fed to the engine
     fed_at: list[int] = field(default_factory=list)  # when each was fed (the driver's clock)
     # How the stream starts: "mark" (registers, starts after its own logged mark), "ask" (waits
@@ -103,10 +131,17 @@ class SubscriberClient:
         ack_every: int = 50,
         down: Iterable[str] = (),
         split: Callable[[Subscription], list[tuple[Role, tuple[int, ...], Subscription]]] = split_by_role,
+        checkpoints: CheckpointPolicy | None = None,
+        resume: SubscriberCheckpoint | None = None,
+        recorded: Iterable[str] = (),
     ):
         """``down``: the processes whose sessions are expired now (read from the coordination
         service when the client starts; ``Down``/``Up`` notifications keep it current).
-        ``marker``: join at a marker of each merger that covers the stream (not with ``peer``)."""
+        ``marker``: join at a marker of each merger that covers the stream (not with ``peer``).
+        ``checkpoints``: be durable (offer checkpoints, acknowledge nothing past the last one
+        saved); ``resume``: start from this checkpoint of this client (rather than from a peer,
+        a marker or a mark); ``recorded``: ids of deliveries since that checkpoint its sinks
+        already recorded, not delivered again."""
         if marker and peer is not None:
             raise ValueError("a client joins from a peer's state or at a marker, not both")
         self.name = name
@@ -134,11 +169,30 @@ class SubscriberClient:
             self.streams[role] = Stream(role, rank, key, stream_filter(part), list(indices), engine, program)
         self.heap: list[tuple[int, int, int, Role, Event]] = []
         self.foreign = 0  # stream positions from a replica it does not read, turned away
+        self._identified = observer if isinstance(observer, IdentifiedObserver) else None
+        self.checkpoints = checkpoints
+        self.resume = resume
+        if resume is not None and (resume.process != name or resume.keys != self.keys()):
+            raise ValueError(f"subscriber {name}: the checkpoint is {resume.process!r}'s of another subscription")
+        self.recorded = set(recorded)
+        self.delivered = resume.delivered if resume is not None else 0  # relations produced (recorded or not)
+        self.skipped = 0  # deliveries its sinks had recorded before it restarted
+        #: the positions of the last checkpoint saved: acknowledgements never pass them when durable
+        self.durable: dict[Role, int] | None = dict(resume.positions) if resume is not None else None
+        self.unsaved = 0  # deliveries since the last checkpoint offered
+        self.unsaved_since: int | None = None  # when the first of them was made
 
     # --- driving ---------------------------------------------------------------------------------
 
     def start(self, now: int) -> list[Send]:
         self.started_at = now
+        if self.resume is not None:  # the same process again: its own state, as a joiner takes a peer's
+            self.joining = False
+            self.ready_at = now
+            for role, how in self.resume.how.items():
+                self.streams[role].how = how
+                self.streams[role].heard = now
+            return self._adopt(self.resume.state)
         if self.peer is not None:
             return [(self.peer, JoinRequest(self.name, self.keys()))]
         if self.marker:
@@ -217,6 +271,13 @@ class SubscriberClient:
             for s in self.streams.values():
                 if s.reading is None:
                     out += self._connect(s)
+                elif self.resume is not None and now - s.heard >= 5 * self.retry_every:
+                    # Restarted under its old name: the replicas may learn that its predecessor's
+                    # session ended (Down, then Up) after its Connect, and drop the new link with
+                    # the old. A silent stream asks again (a Connect repeated is harmless: copies
+                    # of positions it has are dropped).
+                    s.heard = now
+                    out += self._connect(s)
         ack = now - self.last_ack >= self.ack_every
         if ack:
             self.last_ack = now
@@ -224,6 +285,11 @@ class SubscriberClient:
             # Acknowledge what a peer joining from us could still need: buffered entries are not done.
             held = [position for _, _, position, role, _ in self.heap if role == s.role]
             done = min(held) - 1 if held else s.position
+            if self.checkpoints is not None:
+                # Durable: what a restart reads again from its checkpoint must still be there.
+                if self.durable is None:
+                    continue
+                done = min(done, self.durable[s.role])
             if s.started and done > s.acked:
                 s.acked = done
                 out += [(p, Ack(s.role, s.key, self.name, done)) for p in self.placement(s.role)]
@@ -251,6 +317,7 @@ class SubscriberClient:
             # would be ahead of the stream it reads, which it would then skip.
             self.foreign += len(positions)
             return []
+        s.heard = now
         for e in positions:
             if not s.started:
                 if e.kind == "mark" and e.request == self.name and consumer == s.key:
@@ -304,24 +371,73 @@ class SubscriberClient:
             s.released = position
             s.fed.append((position, event.id))
             s.fed_at.append(now)
-            for d in s.engine.publish(event):
-                self.observer.deliver(self.name, s.conjunctions[d.conjunction], tuple(d.ids))
+            for k, d in enumerate(s.engine.publish(event)):
+                self._deliver(
+                    delivery_id(self.name, role, position, k), s.conjunctions[d.conjunction], tuple(d.ids), now
+                )
+
+    def _deliver(self, delivery: str, conjunction: int, relation: tuple[str, ...], now: int) -> None:
+        self.delivered += 1
+        self.unsaved += 1
+        if self.unsaved_since is None:
+            self.unsaved_since = now
+        if delivery in self.recorded:  # made before a restart, after its checkpoint: recorded already
+            self.recorded.discard(delivery)
+            self.skipped += 1
+        elif self._identified is not None:
+            self._identified.deliver_identified(self.name, delivery, conjunction, relation)
+        else:
+            self.observer.deliver(self.name, conjunction, relation)
+
+    # --- checkpoints ---------------------------------------------------------------------------------
+
+    def checkpoint_due(self, now: int) -> bool:
+        """Whether a durable client should checkpoint now: it has started and has none yet (its
+        marks are where a restart starts), or ``every`` deliveries or ``ms`` ms after the first
+        one are not in a checkpoint."""
+        policy = self.checkpoints
+        if policy is None or self.gone or not self.started():
+            return False
+        if self.durable is None:
+            return True
+        return self.unsaved >= policy.every or (
+            self.unsaved_since is not None and now - self.unsaved_since >= policy.ms
+        )
+
+    def checkpoint(self) -> SubscriberCheckpoint:
+        """The client's state now, to be saved; acknowledgements move up to it once it is
+        (:meth:`saved`). Deliveries made so far are in it (they count as checkpointed)."""
+        if not self.started():
+            raise ProtocolError(f"subscriber {self.name}: no checkpoint before every stream started")
+        snapshots, positions = self._state()
+        self.unsaved, self.unsaved_since = 0, None
+        state = JoinState(self.name, snapshots, positions)
+        how = {r: s.how for r, s in self.streams.items()}
+        return SubscriberCheckpoint(self.name, self.keys(), state, how, self.delivered)
+
+    def saved(self, checkpoint: SubscriberCheckpoint) -> None:
+        """``checkpoint`` is durable: the mergers may now drop what it reflects."""
+        self.durable = dict(checkpoint.positions)
 
     # --- joining from a peer ---------------------------------------------------------------------
 
     def keys(self) -> tuple[str, ...]:
         return tuple(s.key for s in self.streams.values())
 
+    def _state(self) -> tuple[dict[Role, Mapping[str, Any]], dict[Role, int]]:
+        """Each stream's engine snapshot and the last position it reflects (entries held back
+        come after it): what a joiner or a restart starts from."""
+        return (
+            {r: s.engine.snapshot() for r, s in self.streams.items()},
+            {r: s.released for r, s in self.streams.items()},
+        )
+
     def _join_state(self, joiner: str, keys: tuple[str, ...]) -> JoinState:
         if not self.started() or keys != self.keys():
             return JoinState(self.name, {}, {}, ok=False)
         marker = self.observer.snapshot_taken(self.name, joiner)
-        return JoinState(
-            self.name,
-            {r: s.engine.snapshot() for r, s in self.streams.items()},
-            {r: s.released for r, s in self.streams.items()},
-            marker=marker,
-        )
+        snapshots, positions = self._state()
+        return JoinState(self.name, snapshots, positions, marker=marker)
 
     def _on_join_state(self, msg: JoinState, now: int) -> list[Send]:
         if not self.joining:
@@ -332,11 +448,16 @@ class SubscriberClient:
         self.joined_from = msg.peer
         self.ready_at = now
         self.observer.joined(self.name, msg.peer, msg.marker)
+        return self._adopt(msg)
+
+    def _adopt(self, state: JoinState) -> list[Send]:
+        """Take the engines of ``state`` (a peer's, or this client's own checkpoint) and read
+        each stream again right after the position they reflect."""
         out: list[Send] = []
         for role, s in self.streams.items():
-            s.engine = Engine.restore(msg.snapshots[role], matcher=self.matcher)
-            s.started, s.start = True, msg.positions[role]
-            s.position = s.released = msg.positions[role]
+            s.engine = Engine.restore(state.snapshots[role], matcher=self.matcher)
+            s.started, s.start = True, state.positions[role]
+            s.position = s.released = state.positions[role]
             out += self._connect(s)
         return out
 
@@ -353,4 +474,4 @@ class SubscriberClient:
         return not self.joining and all(s.started for s in self.streams.values())
 
 
-__all__ = ["Observer", "Stream", "SubscriberClient"]
+__all__ = ["IdentifiedObserver", "Observer", "Stream", "SubscriberClient", "delivery_id"]

@@ -5,7 +5,9 @@ SIGKILL ends a process without a goodbye, a SIGSTOP freezes it with its sockets 
 holds what the processes leave::
 
     run.json           the deployment file, the ZooKeeper address, each process's pid
-    logs/<p>.runlog    each process's run log (faidecs verify reads them all)
+    logs/<p>.runlog    each process's run log (faidecs verify reads them all); a restarted
+                       process writes <p>@1.runlog, <p>@2.runlog, ... (one per incarnation)
+    state/<p>/         what a process keeps to restart where it stood ([durability])
     status/<p>.json    each process's status, rewritten twice a second
     out/<p>.err        each process's standard error
 """
@@ -24,6 +26,7 @@ from typing import Any
 
 from faidecs.errors import FaidecsError
 from faidecs.net.children import stop_processes
+from faidecs.net.processlog import incarnation_of
 from faidecs.net.statusfile import read_statuses
 from faidecs.overlay.runtime.deployment import Deployment, load_deployment
 from faidecs.runs.runlog import RunLog, merge_runlogs
@@ -159,24 +162,41 @@ class LocalDeployment:
 def merged_runlog(run_dir: Path) -> RunLog:
     """The run logs of every process of a run folder, merged into one.
 
-    A subscriber whose log has no ``final`` record (a node writes one when it stops, never when
-    it is killed) is judged as having left at its last record: what it did after its last flush
-    is not known, and it must not be held to deliveries it could not make after it died."""
+    The files of a process's incarnations (``<p>.runlog``, ``<p>@1.runlog``, ...: it was
+    restarted) merge as one process (:func:`merge_runlogs` keeps a record they repeat once). A
+    subscriber whose last incarnation's log has no ``final`` record (a node writes one when it
+    stops, never when it is killed) is judged as having left at its last record: what it did after
+    its last flush is not known, and it must not be held to deliveries it could not make after it
+    died. A killed incarnation's file may end in a record cut short: it is left out."""
     files = sorted((run_dir / "logs").glob("*.runlog"))
     if not files:
         raise LaunchError(f"{run_dir / 'logs'}: no run logs")
-    logs = []
+    last: dict[str, int] = {}
     for f in files:
+        stem, n = incarnation_of(f)
+        last[stem] = max(last.get(stem, 0), n)
+    read: list[tuple[str, bool, RunLog]] = []  # (file, whether its process's last incarnation, log)
+    for f in sorted(files, key=incarnation_of):
+        stem, n = incarnation_of(f)
         text = f.read_text()
         if not text.strip():
             continue  # killed before it wrote its first records: it did nothing to judge
-        log = RunLog.read(text.splitlines(), str(f))
+        lines = text.splitlines()
+        if not text.endswith("\n"):
+            lines.pop()  # the record a kill cut short (a stopped process ends its last line)
+        log = RunLog.read(lines, str(f))
+        read.append((str(f), n == last[stem], log))
+    for _, latest, log in read:
         for process in log.processes:
-            if process not in log.final and process not in log.left:
-                times = [d.time for d in log.delivered] + [t for t, _ in log.joined.values()]
+            if latest and process not in log.final and process not in log.left:
+                times = [
+                    t
+                    for _, _, other in read
+                    if process in other.processes
+                    for t in [d.time for d in other.delivered] + [t for t, _ in other.joined.values()]
+                ]
                 log.left[process] = max(times, default=0)
-        logs.append((str(f), log))
-    return merge_runlogs(logs)
+    return merge_runlogs((name, log) for name, _, log in read)
 
 
 def down(run_dir: Path, timeout: float = 10) -> list[str]:
