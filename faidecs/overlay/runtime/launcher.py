@@ -67,7 +67,10 @@ class LocalDeployment:
         if self.zookeeper is None:
             from faidecs.net.zkserver import ZooKeeperServer
 
-            self.server = ZooKeeperServer(data_dir=self.run_dir / "zookeeper")
+            # Its data (epochs, who ran) must outlive the processes as their disks do: with
+            # sync = "always" it fsyncs its transaction log too.
+            durable = self.deployment.durability.sync == "always"
+            self.server = ZooKeeperServer(data_dir=self.run_dir / "zookeeper", durable=durable)
             self.server.start()
             self.zookeeper = self.server.address
         d = self.deployment

@@ -113,6 +113,10 @@ class PublisherNode(Node):
             self._publish(now)
         if self.publications is not None:
             self.publications.commit()  # before the pass's publications leave
+            if self.state_dir is not None:
+                # Its run log's record of each too: one acknowledged before a kill leaves the
+                # outbox, and nothing would log it again (the kill test's No Creation).
+                self.log.flush()
 
     def _core_handle(self, src: str, msg: Message, now: int) -> list[Send]:
         if isinstance(msg, Ordered) and self.publications is not None:
