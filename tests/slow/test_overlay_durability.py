@@ -65,7 +65,7 @@ def test_sigkill_of_every_replica_then_restart_loses_nothing(tmp_path: Path, zoo
 def kill_everything(run: LocalDeployment) -> None:
     """SIGKILL every process of the run and its ZooKeeper, as a power cut would stop them (the
     page cache survives here: `group` keeps what it acknowledged, docs/deploy.md)."""
-    for name, proc in run.procs.items():
+    for proc in run.procs.values():
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
     for proc in run.procs.values():
