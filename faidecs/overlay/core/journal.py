@@ -25,8 +25,10 @@ from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter
 from faidecs.overlay.core.messages import Decision
 
-#: an input as the replica received it: (source, key, payload, prev); see Inputs.items, Publish.prev
-Input = tuple[str, int, "Event | Filter", int]
+#: an input as the replica received it: (source, key, payload, prev); see Inputs.items, Publish.prev.
+#: Restored: a payload None is one every consumer had (a decided event at or before ``trimmed``),
+#: which a restart does not read back.
+Input = tuple[str, int, "Event | Filter | None", int]
 
 
 class JournalError(FaidecsError):
@@ -60,6 +62,14 @@ class Restored:
     inputs: list[Input] = field(default_factory=list)
     received: dict[str, int] = field(default_factory=dict)
     trimmed: int = -1
+    #: the payloads of the events decided at or before ``trimmed`` are None already (a journal
+    #: on disk does not read them back); otherwise restore drops them
+    dropped: bool = False
+    #: what restoring derives, when whoever folded the deltas derived it already (a journal on
+    #: disk does, to find the payloads to read): every input's (source, key), in order, and the
+    #: keys of the decided events and upmarks
+    keys: list[tuple[str, int]] | None = None
+    decided: set[tuple[str, int]] | None = None
 
     def apply(self, delta: JournalDelta) -> None:
         """Fold in the next delta; :class:`JournalError` when its decisions do not follow on."""
@@ -67,10 +77,14 @@ class Restored:
             if delta.keep > len(self.decisions):
                 raise JournalError(f"a cut back to {delta.keep} decisions, but only {len(self.decisions)} were kept")
             del self.decisions[delta.keep :]
-        for d in delta.decisions:
-            if d.position != len(self.decisions):
-                raise JournalError(f"decision {d.position} recorded after {len(self.decisions)} decisions")
-            self.decisions.append(d)
+        ds = delta.decisions
+        if ds:
+            # A delta's decisions are a stretch of a log: consecutive (checked whole on restore).
+            if ds[0].position != len(self.decisions) or ds[-1].position != ds[0].position + len(ds) - 1:
+                raise JournalError(
+                    f"decisions {ds[0].position}..{ds[-1].position} recorded after {len(self.decisions)} decisions"
+                )
+            self.decisions += ds
         self.inputs += delta.inputs
         self.received.update(delta.received)
         self.trimmed = max(self.trimmed, delta.trimmed)

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
+
 from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter
 from faidecs.merging.roles import Role
@@ -20,13 +22,17 @@ from faidecs.merging.roles import Role
 EntryKind = Literal["event", "mark", "upmark", "heartbeat"]
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True, gc=False):
     """Position ``position`` of a merger's output stream, as its leader decided it.
 
     ``source``/``key`` name the input item (``"L"``/``"R"`` and the parent's position for a
     conjunction merger; the publisher and its sequence number for a root merger). ``ts`` is the
     timestamp clients merge disjunctions by; it never decreases along a stream.
+
+    A frozen msgspec struct rather than a frozen dataclass like the messages: a replica holds one
+    per position of its log and builds a million of them when it recovers a log from its disk,
+    and a struct is built about ten times faster (equality and hashing are the same). ``gc=False``:
+    it never refers back to itself (a filter is a tree of immutable values).
     """
 
     position: int

@@ -40,12 +40,13 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
+from operator import attrgetter, itemgetter
 
 from faidecs.errors import FaidecsError
 from faidecs.matching.events import Event
 from faidecs.merging.filters import Filter, union_all
 from faidecs.merging.roles import Role, is_root, role_name
-from faidecs.overlay.core.journal import JournalDelta, Restored, common_prefix
+from faidecs.overlay.core.journal import Input, JournalDelta, Restored, common_prefix
 from faidecs.overlay.core.keys import is_subscriber, merger_key
 from faidecs.overlay.core.messages import (
     Ack,
@@ -177,7 +178,7 @@ class MergerReplica:
         # since (a new leader's log may replace an uncommitted tail), inputs not on disk yet.
         self._disk_len = 0
         self._stable = 0
-        self._new_inputs: list[tuple[str, int, Event | Filter, int]] = []
+        self._new_inputs: list[Input] = []
         self._disk_received: dict[str, int] = dict(self.upstream.received)
         self._disk_trimmed = -1
         self._disk_epoch = 0
@@ -314,7 +315,7 @@ class MergerReplica:
                 inputs.conflicting += 1
                 inputs.last_conflict = k
             elif (
-                self.ack_publishers and inputs.position_of.get(k, self.consumers.ordered + 1) <= self.consumers.ordered
+                self.ack_publishers and self._position_of().get(k, self.consumers.ordered + 1) <= self.consumers.ordered
             ):
                 inputs.reacks.setdefault(source, []).append(key)  # resent: its first Ordered was lost
             return []
@@ -434,26 +435,48 @@ class MergerReplica:
         log.last_ts = max(log.last_ts, d.ts)
         if d.kind in ("event", "upmark"):
             self.inputs.decided.add((d.source, d.key))
-        if d.kind == "event" and self.ack_publishers:
+        if d.kind == "event" and self.inputs.position_of is not None:
             self.inputs.position_of[(d.source, d.key)] = d.position
         if d.kind == "event" and self.fifo_inputs:
             self.inputs.highest[d.source] = max(self.inputs.highest.get(d.source, -1), d.key)
         if d.kind == "mark" and d.filter is not None:
             self.consumers.marks.setdefault(d.consumer, []).append((d.position, d.filter, d.request))
 
-    def _rebuild(self, decisions: list[Decision]) -> None:
+    def _position_of(self) -> dict[tuple[str, int], int]:
+        inputs = self.inputs
+        if inputs.position_of is None:
+            inputs.position_of = {(d.source, d.key): d.position for d in self.log.decisions if d.kind == "event"}
+        return inputs.position_of
+
+    def _rebuild(self, decisions: list[Decision], decided: set[tuple[str, int]] | None = None) -> None:
         """Replace the log with ``decisions``, and what is derived from it; every arrival is
-        looked at again (one the old log decided may not be in this one)."""
+        looked at again (one the old log decided may not be in this one). What :meth:`_append`
+        derives is derived for the whole log at once, mostly in C: a recovered log may hold
+        millions of decisions. ``decided``: their events' and upmarks' keys, when known."""
         if self.durable:
             self._stable = min(self._stable, common_prefix(self.log.decisions, decisions))
-        self.log.decisions, self.log.last_ts, self.log.filtered = [], 0, []
-        self.inputs.decided, self.inputs.highest, self.inputs.fetch_from = set(), {}, 0
-        self.inputs.parked = {}
-        self.inputs.position_of = {}
+        if list(map(_POSITION, decisions)) != list(range(len(decisions))):
+            raise ProtocolError(f"{role_name(self.role)} at {self.me}: a log whose positions do not follow on")
+        log, inputs = self.log, self.inputs
+        log.decisions = decisions
+        log.filtered = [d.position for d in decisions if d.filter is not None]
+        log.last_ts = max(map(_TS, decisions), default=0)
+        if decided is None:
+            # Every event and upmark; a mark or heartbeat has no source ("", -1), never an input's.
+            decided = set(map(_KEY, decisions))
+            decided.discard(("", -1))
+        inputs.decided = decided
+        inputs.highest, inputs.fetch_from, inputs.parked, inputs.position_of = {}, 0, {}, None
+        if self.fifo_inputs:
+            for d in decisions:
+                if d.kind == "event":
+                    inputs.highest[d.source] = max(inputs.highest.get(d.source, -1), d.key)
         self.consumers.marks = {}
-        for d in decisions:
-            self._append(d)
-        self.inputs.next_arrival = 0
+        for p in log.filtered:
+            d = decisions[p]
+            if d.kind == "mark" and d.filter is not None:
+                self.consumers.marks.setdefault(d.consumer, []).append((d.position, d.filter, d.request))
+        inputs.next_arrival = 0
 
     # --- registration and filters -------------------------------------------------------------
 
@@ -986,19 +1009,19 @@ class MergerReplica:
         """Take back what a previous run of this replica kept on disk, before :meth:`start`: its
         log, with the vote it gives (not amnesic), and its inputs, which it orders again as they
         arrived, those the log decides excepted. Payloads every consumer had are not kept."""
-        self._rebuild(list(state.decisions))
+        self._rebuild(list(state.decisions), state.decided)
         log, inputs, consumers = self.log, self.inputs, self.consumers
         log.log_epoch = state.log_epoch
-        for source, key, payload, prev in state.inputs:
-            k = (source, key)
-            if k not in inputs.items:
-                inputs.items[k] = payload
-                inputs.arrivals.append(k)
-                if prev >= 0:
-                    inputs.prev[k] = prev
-        for d in log.decisions[: state.trimmed + 1]:
-            if d.kind == "event" and (d.source, d.key) in inputs.items:
-                inputs.items[(d.source, d.key)] = None
+        # A replica records an input once (a copy is turned away before): no key repeats.
+        keys = state.keys if state.keys is not None else list(map(_INPUT_KEY, state.inputs))
+        inputs.items = dict(zip(keys, map(_PAYLOAD, state.inputs), strict=True))
+        inputs.arrivals = list(keys)
+        inputs.prev = dict(zip(keys, map(_PREV, state.inputs), strict=True))  # -1: none
+        if not state.dropped:
+            items = inputs.items
+            for d in log.decisions[: state.trimmed + 1]:
+                if d.kind == "event" and (d.source, d.key) in items:
+                    items[(d.source, d.key)] = None
         consumers.trimmed = consumers.reported = state.trimmed
         self.upstream.received.update(state.received)
         self.amnesic = False
@@ -1016,6 +1039,10 @@ class MergerReplica:
 
     def committed(self) -> list[Decision]:
         return self.log.decisions[: self.log.commit + 1]
+
+
+_POSITION, _TS, _KEY = attrgetter("position"), attrgetter("ts"), attrgetter("source", "key")
+_INPUT_KEY, _PAYLOAD, _PREV = itemgetter(0, 1), itemgetter(2), itemgetter(3)
 
 
 def _cuts(start: int, end: int, cap: int, marks: list[int]) -> list[tuple[int, int]]:

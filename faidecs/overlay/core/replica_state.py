@@ -77,7 +77,8 @@ class Inputs:
     fetches: int = 0  # lossy_inputs: payloads asked for
     prev: dict[ItemKey, int] = field(default_factory=dict)  # a publication -> its publisher's previous to this role
     parked: dict[ItemKey, list[ItemKey]] = field(default_factory=dict)  # leader: a publication -> those waiting for it
-    position_of: dict[ItemKey, int] = field(default_factory=dict)  # ack_publishers: a decided event's position
+    #: ack_publishers: a decided event's position, built when a copy first comes again (rare)
+    position_of: dict[ItemKey, int] | None = None
     reacks: dict[str, list[int]] = field(default_factory=dict)  # ack_publishers: resent ones ordered before
     conflicting: int = 0  # publications repeating a (publisher, seq) with other content, dropped
     last_conflict: ItemKey | None = None

@@ -42,7 +42,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields as dataclass_fields
 from functools import lru_cache
-from typing import Annotated, Any, Final, Literal, Union
+from typing import Annotated, Any, Final, Literal, Union, cast
 
 import msgspec
 
@@ -623,7 +623,12 @@ class _Record:
     def __init__(self, cls: type, wire: type[msgspec.Struct], prefix: tuple[int, ...], fields: dict[str, _Field]):
         self.cls, self.wire, self.name = cls, wire, cls.__name__
         names = tuple(fields)
-        assert names == tuple(f.name for f in dataclass_fields(cls)), f"{cls.__name__}: layout != fields"
+        declared = (
+            cls.__struct_fields__
+            if issubclass(cls, msgspec.Struct)
+            else tuple(f.name for f in dataclass_fields(cast(Any, cls)))
+        )
+        assert names == declared, f"{cls.__name__}: layout != fields"
         namespace: dict[str, Any] = {"cls": cls, "wire": wire, "BadField": BadField}
         lines, args, encoded = ["def build(w):"], [], [str(p) for p in prefix]
         for i, (name, field) in enumerate(fields.items()):
