@@ -875,8 +875,9 @@ class MergerReplica:
     def _forward(self, now: int) -> list[Send]:
         out: list[Send] = []
         consumers = self.consumers
-        for link in consumers.links.values():
-            out += self._forward_link(link, now)
+        # Reported first, in commit order: a consumer never gets a position before its commit
+        # is reported (a UDP publisher's event is published in the run log by its commit), even
+        # from a replica that lacks an earlier payload (it fetches it) after a restart.
         if self.on_commit is not None:
             log, items = self.log, self.inputs.items
             while consumers.reported < log.commit:
@@ -886,6 +887,8 @@ class MergerReplica:
                     break
                 consumers.reported += 1
                 self.on_commit(self.role, d, payload if isinstance(payload, Event) else None)
+        for link in consumers.links.values():
+            out += self._forward_link(link, now)
         if self.ack_publishers:
             out += self._ordered()
         self._trim(now)
@@ -923,6 +926,8 @@ class MergerReplica:
     def _link_entries(self, link: Link, now: int) -> list[Entry]:
         out: list[Entry] = []
         decisions, commit, items = self.log.decisions, self.log.commit, self.inputs.items
+        if self.on_commit is not None:
+            commit = min(commit, self.consumers.reported)
         subscriber = is_subscriber(link.consumer)
         # The link's filter at each position: its own (a marker's), or its consumer's marks',
         # which change only at a mark (looked up once per stretch between two marks).

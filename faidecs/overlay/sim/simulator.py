@@ -461,20 +461,7 @@ class Simulation:
             self._lossy(publisher, root, message)
             return
         if self.durable:
-            # With outboxes every publication is ordered in the end: it is published when sent,
-            # as a runtime publisher logs it (a commit may be reported after a replica that
-            # resumed mid-stream forwarded it).
             self.unacked.setdefault(publisher, {})[seq] = (message, root)
-            self.recorded.add(validated.id)
-            self.recorder.publish(
-                {
-                    "id": validated.id,
-                    "type": validated.type,
-                    "attrs": validated.attrs,
-                    "publisher": publisher,
-                    "seq": seq,
-                }
-            )
         self._send(publisher, [(p, message) for p in self.placement(root)])
 
     def _lossy(self, publisher: str, role: Role, publish: Publish) -> None:
