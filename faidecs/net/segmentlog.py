@@ -180,6 +180,16 @@ class SegmentLog:
             _sync_folder(self.folder)
         return dropped
 
+    def abandon(self) -> None:
+        """Close the file without flushing what is buffered (a write failed: the disk is full or
+        failing); the records not written are lost, as they would be in a crash."""
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass  # the buffered bytes it could not write
+            self._file = None
+
     def close(self) -> None:
         if self._file is not None:
             self.commit(force=True)

@@ -7,7 +7,9 @@ their votes, and the publisher resends what no root acknowledged."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -101,3 +103,31 @@ def test_sigkill_of_the_whole_deployment_then_overlay_up_again(tmp_path: Path) -
     by = verified(again, events)
     assert by["s1"] == by["s2"] and by["s1"], "subscribers of one subscription disagree"
     assert by["s3"], "the three-type subscription delivered nothing"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_replica_whose_disk_fills_stops_cleanly_and_the_others_go_on(tmp_path: Path, zookeeper: str) -> None:
+    """m1's state folder is a 96 KiB tmpfs: its replicas' logs fill it mid-run. m1 must stop with
+    an error naming the folder and the cause, before it acknowledges what it could not keep, and
+    the run must verify without it (every role keeps a majority)."""
+    events = 400
+    path = write_deployment(tmp_path, events, rate=200, seed=24)
+    state = tmp_path / "run" / "state" / "m1"
+    state.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(state)], check=True)
+    try:
+        run = LocalDeployment(path, tmp_path / "run", zookeeper=zookeeper)
+        try:
+            run.start()
+            run.procs["m1"].wait(60)
+            settled(run, quiet=1.5, timeout=60)
+        finally:
+            run.procs.pop("m1")  # stopped by itself: not a process of the run to stop
+            run.stop()
+    finally:
+        subprocess.run(["umount", str(state)], check=True)
+    err = (tmp_path / "run" / "out" / "m1.err").read_text()
+    assert "m1: cannot keep the log of" in err and "No space left on device" in err, err[-2000:]
+    assert "Traceback" not in err, err[-2000:]
+    by = verified(run, events)
+    assert by["s1"] == by["s2"] and by["s1"] and by["s3"]

@@ -96,6 +96,7 @@ def test_a_replicas_disk_folds_into_the_log_it_holds(seed: int, tmp_path: Path) 
             for (s, k, got, _), (_, _, had, _) in zip(state.inputs, disk.inputs, strict=True):
                 assert got == (None if (s, k) in gone else had), (s, k)
             assert (state.received, state.trimmed, state.log_epoch) == (disk.received, disk.trimmed, disk.log_epoch)
+            assert state.acks == disk.acks == replica.consumers.acks
             checked += 1
             dropped += len(gone)
     assert checked and dropped, "some payloads were dropped, and not read back"

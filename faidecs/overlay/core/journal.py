@@ -46,6 +46,9 @@ class JournalDelta:
     inputs: list[Input] = field(default_factory=list)
     received: dict[str, int] = field(default_factory=dict)
     trimmed: int = -1
+    #: every consumer's last acknowledgement, (consumer, process) -> position, when they changed
+    #: (None: as before): a restarted replica holds back what a consumer not back yet still needs
+    acks: dict[tuple[str, str], int] | None = None
 
     def empty(self) -> bool:
         return self.keep is None and not self.decisions and not self.inputs
@@ -62,6 +65,7 @@ class Restored:
     inputs: list[Input] = field(default_factory=list)
     received: dict[str, int] = field(default_factory=dict)
     trimmed: int = -1
+    acks: dict[tuple[str, str], int] = field(default_factory=dict)
     #: the payloads of the events decided at or before ``trimmed`` are None already (a journal
     #: on disk does not read them back); otherwise restore drops them
     dropped: bool = False
@@ -89,6 +93,8 @@ class Restored:
         self.received.update(delta.received)
         self.trimmed = max(self.trimmed, delta.trimmed)
         self.log_epoch = delta.log_epoch
+        if delta.acks is not None:
+            self.acks = dict(delta.acks)
 
 
 def common_prefix(a: list[Decision], b: list[Decision]) -> int:

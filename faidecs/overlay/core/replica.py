@@ -182,6 +182,7 @@ class MergerReplica:
         self._disk_received: dict[str, int] = dict(self.upstream.received)
         self._disk_trimmed = -1
         self._disk_epoch = 0
+        self._disk_acks: dict[tuple[str, str], int] = {}
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -996,13 +997,17 @@ class MergerReplica:
             self._new_inputs,
             {s: p for s, p in up.received.items() if p != self._disk_received.get(s)},
             self.consumers.trimmed,
+            dict(self.consumers.acks) if self.consumers.acks != self._disk_acks else None,
         )
         if (
             delta.empty()
             and not delta.received
+            and delta.acks is None
             and (delta.trimmed, delta.log_epoch) == (self._disk_trimmed, self._disk_epoch)
         ):
             return None
+        if delta.acks is not None:
+            self._disk_acks = delta.acks
         self._new_inputs = []
         self._disk_len = self._stable = n
         self._disk_received.update(delta.received)
@@ -1028,6 +1033,9 @@ class MergerReplica:
                 if d.kind == "event" and (d.source, d.key) in items:
                     items[(d.source, d.key)] = None
         consumers.trimmed = consumers.reported = state.trimmed
+        # Consumers not back yet still hold back the drop of what follows their acknowledgement.
+        consumers.acks = dict(state.acks)
+        self._disk_acks = dict(state.acks)
         self.upstream.received.update(state.received)
         self.amnesic = False
         self._disk_len = self._stable = len(log.decisions)

@@ -274,9 +274,14 @@ class SubscriberClient:
                 elif self.resume is not None and now - s.heard >= 5 * self.retry_every:
                     # Restarted under its old name: the replicas may learn that its predecessor's
                     # session ended (Down, then Up) after its Connect, and drop the new link with
-                    # the old. A silent stream asks again (a Connect repeated is harmless: copies
-                    # of positions it has are dropped).
+                    # the old; or the replica it asked had dropped positions it needs (a replica
+                    # that restarted too, before this subscriber's acknowledgements were on its
+                    # disk) and refused it. A silent stream asks the next replica (a Connect
+                    # repeated is harmless: copies of positions it has are dropped).
                     s.heard = now
+                    live = [p for p in self.placement(s.role) if p not in self.down]
+                    if s.reading in live and len(live) > 1:
+                        s.reading = live[(live.index(s.reading) + 1) % len(live)]
                     out += self._connect(s)
         ack = now - self.last_ack >= self.ack_every
         if ack:

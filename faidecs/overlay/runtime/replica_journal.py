@@ -2,7 +2,7 @@
 :class:`~faidecs.net.segmentlog.SegmentLog` in ``<run>/state/<server>/<role>/``.
 
 A record is one :class:`JournalDelta`, a msgpack array ``[log_epoch, keep, decisions, inputs,
-received, trimmed]``:
+received, trimmed, acks]`` (``acks``: every consumer's last acknowledgement, when they changed):
 
 - ``decisions``: the appended decisions in columns (:class:`_Decisions`: the first position, then
   per decision its epoch, ts, kind, source, key, consumer and request), and the few with a filter
@@ -77,6 +77,7 @@ class _Record(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
     inputs: list[_Inputs]
     received: dict[str, _FromM1]
     trimmed: _FromM1
+    acks: list[tuple[str, str, _FromM1]] | None  # (consumer, process, position), when changed
 
 
 _INPUT_KEY, _DECISION_KEY = itemgetter(0, 1), attrgetter("source", "key")
@@ -132,6 +133,7 @@ class ReplicaJournal:
             _encode_inputs(self.role, delta.inputs),
             delta.received,
             delta.trimmed,
+            [(c, p, a) for (c, p), a in delta.acks.items()] if delta.acks is not None else None,
         )
         self.log.append(_ENCODE(record))
         self.written += 1
@@ -143,6 +145,10 @@ class ReplicaJournal:
 
     def close(self) -> None:
         self.log.close()
+
+    def abandon(self) -> None:
+        """Close without writing more (the disk failed): what was not written is not kept."""
+        self.log.abandon()
 
     def _encode_decisions(self, ds: list[Decision]) -> _Decisions:
         with_filter = tuple(d for d in ds if d.filter is not None)
@@ -162,6 +168,8 @@ class ReplicaJournal:
         """Record ``index``; its inputs follow the ``held`` already folded (payloads left None)."""
         record = _DECODE(data)
         delta = JournalDelta(record.log_epoch, record.keep, received=record.received, trimmed=record.trimmed)
+        if record.acks is not None:
+            delta.acks = {(c, p): a for c, p, a in record.acks}
         if record.decisions is not None:
             delta.decisions = self._decisions(record.decisions)
         for run in record.inputs:

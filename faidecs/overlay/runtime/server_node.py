@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from faidecs.errors import FaidecsError
 from faidecs.matching.events import Event
 from faidecs.merging.roles import Role, is_root, role_name
 from faidecs.overlay.core.host import ServerHost
@@ -134,9 +135,19 @@ class ServerNode(Node):
         """What the replicas changed in this pass, to disk before the pass's messages go out."""
         for role, journal in self.journals.items():
             delta = self.host.replicas[role].take_journal()
-            if delta is not None:
-                journal.write(delta)
-            journal.commit()
+            try:
+                if delta is not None:
+                    journal.write(delta)
+                journal.commit()
+            except OSError as exc:
+                # A full or failing disk: stop before this pass's messages acknowledge what it
+                # could not keep. The peers go on without this replica (docs/deploy.md).
+                for j in self.journals.values():
+                    j.abandon()
+                raise FaidecsError(
+                    f"{self.process}: cannot keep the log of {role_name(role)} in {journal.log.folder}: "
+                    f"{exc.strerror or exc}; stopping before it acknowledges anything more"
+                ) from None
 
     def _core_handle(self, src: str, msg: Message, now: int) -> list[Send]:
         return self.host.handle(src, msg, now)
