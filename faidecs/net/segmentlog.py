@@ -8,8 +8,11 @@ per record (zlib, in C) finds a torn or corrupt record, and recovery is one sequ
 embedded database would add a B-tree and its own journal to every append for none of its features.
 
 Layout: a folder of segments ``<first index, 20 digits>.seg``, each a run of records
-``[length: u32 LE][crc32 of payload: u32 LE][payload]``. A segment is closed at ``segment_bytes``
-and a new one opened at the next index.
+``[length: u32 LE][length XOR 0xFFFFFFFF: u32 LE][crc32 of payload: u32 LE][payload]``. A segment
+is closed at ``segment_bytes`` and a new one opened at the next index. The length's complement
+tells a damaged length from a torn write: a length that runs past the end of the file is a torn
+payload only when its header is whole and consistent; otherwise the records after it would be
+lost as a "torn tail".
 
 Recovery (:meth:`SegmentLog.open`) reads every segment in order. A damaged record at the very end
 of the last segment (its length runs past the end of the file, or its checksum fails and nothing
@@ -37,7 +40,8 @@ from typing import BinaryIO, Literal
 from faidecs.errors import FaidecsError
 
 Sync = Literal["always", "group"]
-_HEAD = struct.Struct("<II")
+_HEAD = struct.Struct("<III")  # length, its complement, crc32 of the payload
+_ONES = 0xFFFFFFFF
 #: The largest record: a batch of decisions is far smaller; a length beyond it is damage.
 MAX_RECORD = 64 << 20
 SUFFIX = ".seg"
@@ -118,7 +122,7 @@ class SegmentLog:
         if self._file is None or self._size >= self.segment_bytes:
             self._roll()
         assert self._file is not None
-        data = _HEAD.pack(len(payload), zlib.crc32(payload)) + payload
+        data = _HEAD.pack(len(payload), len(payload) ^ _ONES, zlib.crc32(payload)) + payload
         self._file.write(data)
         self._size += len(data)
         index = self.next
@@ -221,14 +225,14 @@ def _read_segment(path: Path, last: bool) -> tuple[list[bytes], int]:
         if end - offset < head.size:
             problem, stop = f"a record header of {end - offset} bytes", end
         else:
-            length, checksum = head.unpack_from(data, offset)
+            length, complement, checksum = head.unpack_from(data, offset)
             stop = offset + head.size + length
-            if length == 0 or length > MAX_RECORD:
+            if length == 0 or length > MAX_RECORD or complement != length ^ _ONES:
                 # Zeros to the end are a tail the system extended before the data came; any other
-                # such length was never written: corruption wherever it is.
+                # such header was never written: corruption wherever it is.
                 if last and not any(data[offset:]):
                     return records, _cut(path, offset, end)
-                raise CorruptLog(f"{path}: at byte offset {offset}: a record length of {length}")
+                raise CorruptLog(f"{path}: at byte offset {offset}: a damaged record header (length {length})")
             elif stop > end:
                 problem = f"a record of {length} bytes running past the end"
             else:

@@ -143,3 +143,41 @@ def test_a_replica_whose_disk_fills_stops_cleanly_and_the_others_go_on(tmp_path:
     assert "Traceback" not in err, err[-2000:]
     by = verified(run, events)
     assert by["s1"] == by["s2"] and by["s1"] and by["s3"]
+
+
+def test_a_torn_log_is_cut_and_a_corrupt_one_refused_on_restart(tmp_path: Path, zookeeper: str) -> None:
+    """m1 killed mid-run; its log of [A] cut in the middle of its last record: restarted, it logs
+    the cut and rejoins, and the run verifies. Killed again, a byte in the middle of that log
+    flipped: it refuses to start, naming the file and the offset, and the others go on."""
+    events = 400
+    path = write_deployment(tmp_path, events, rate=200, seed=25)
+    run = _WithoutM1(path, tmp_path / "run", zookeeper=zookeeper)
+    folder = tmp_path / "run" / "state" / "m1" / "A"
+    try:
+        run.start()
+        _published(run, 100)
+        run.signal("m1", signal.SIGKILL)
+        segment = max(folder.glob("*.seg"))
+        with segment.open("r+b") as f:
+            f.truncate(segment.stat().st_size - 3)  # as if the kill came in the middle of a write
+        time.sleep(SESSION_MS / 1000 + 0.3)
+        run.start_process("m1")
+        run.wait_for(lambda s: bool(s.get("m1", {}).get("mergers")), 30, "m1 to start again")
+        _published(run, 250)
+        run.signal("m1", signal.SIGKILL)
+        data = bytearray(segment.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        segment.write_bytes(bytes(data))
+        time.sleep(SESSION_MS / 1000 + 0.3)
+        run.exited = None
+        run.start_process("m1")
+        run.wait_for(lambda s: run.exited is not None, 30, "m1 to refuse its log")
+        settled(run, quiet=1.5, timeout=60)
+    finally:
+        run.stop()
+    err = (tmp_path / "run" / "out" / "m1.err").read_text()
+    assert "cut a torn last record" in err, err[-3000:]
+    assert f"{segment}: at byte offset" in err, err[-3000:]
+    assert run.exited == 1
+    by = verified(run, events)
+    assert by["s1"] == by["s2"] and by["s1"] and by["s3"]

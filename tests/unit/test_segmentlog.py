@@ -70,12 +70,26 @@ def test_a_damaged_record_in_the_middle_is_refused_with_file_and_offset(tmp_path
     filled(tmp_path, 10)
     (seg,) = tmp_path.glob("*.seg")
     data = bytearray(seg.read_bytes())
-    offset = 3 * (8 + len(b"record 0"))  # the fourth record
-    data[offset + 9] ^= 0xFF  # one byte of its payload
+    offset = 3 * (12 + len(b"record 0"))  # the fourth record
+    data[offset + 13] ^= 0xFF  # one byte of its payload
     seg.write_bytes(bytes(data))
     with pytest.raises(CorruptLog, match=rf"{seg.name}: at byte offset {offset}: .*checksum"):
         SegmentLog.open(tmp_path)
     assert seg.read_bytes() == bytes(data)  # nothing was cut
+
+
+def test_a_damaged_length_in_the_last_segment_is_corruption_not_a_torn_tail(tmp_path: Path) -> None:
+    """A length running past the end would look like an interrupted write, and the records after
+    it would be cut as a torn tail: the length's complement in the header tells them apart."""
+    filled(tmp_path, 10)
+    (seg,) = tmp_path.glob("*.seg")
+    data = bytearray(seg.read_bytes())
+    offset = 3 * (12 + len(b"record 0"))
+    data[offset + 1] ^= 0x01  # the length now claims 256 more bytes, past the end
+    seg.write_bytes(bytes(data))
+    with pytest.raises(CorruptLog, match=rf"{seg.name}: at byte offset {offset}: a damaged record header"):
+        SegmentLog.open(tmp_path)
+    assert seg.read_bytes() == bytes(data)
 
 
 def test_damage_in_an_earlier_segment_is_refused(tmp_path: Path) -> None:
