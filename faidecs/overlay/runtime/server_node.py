@@ -217,10 +217,13 @@ class ServerNode(Node):
                 "stale_rejected": r.log.stale_rejected,
                 "late_inputs": r.inputs.late_inputs,
                 "fetches": r.inputs.fetches,
+                "trimmed": r.consumers.trimmed,
+                "refused_connects": r.consumers.refused_connects,
+                "durable": role in self.journals,
                 **_anomalies(r),
                 **self.epochs.get(r.role, {}),
             }
-            for r in self.host.replicas.values()
+            for role, r in self.host.replicas.items()
         ]
         if self.udp_in is not None:
             out["udp"] = self.udp_in.status()
