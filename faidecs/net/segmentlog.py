@@ -158,6 +158,16 @@ class SegmentLog:
         self.syncs += 1
         return True
 
+    def roll(self) -> None:
+        """Start a new segment at the next index (unless the current one is empty), so that a
+        :meth:`trim` can drop every record before it."""
+        if self._file is not None and self._size > 0:
+            self._roll()
+
+    def bytes(self) -> int:
+        """The bytes the kept segments hold, the one being written included."""
+        return sum(path.stat().st_size for _, path in self._segments[:-1]) + self._size if self._segments else 0
+
     def _roll(self) -> None:
         if self._file is not None:
             self._file.flush()

@@ -49,6 +49,9 @@ class JournalDelta:
     #: every consumer's last acknowledgement, (consumer, process) -> position, when they changed
     #: (None: as before): a restarted replica holds back what a consumer not back yet still needs
     acks: dict[tuple[str, str], int] | None = None
+    #: the whole state, not a change (:meth:`MergerReplica.journal_base`): what came before it
+    #: is not needed any more, and a journal drops it (compaction)
+    base: bool = False
 
     def empty(self) -> bool:
         return self.keep is None and not self.decisions and not self.inputs
@@ -74,9 +77,14 @@ class Restored:
     #: keys of the decided events and upmarks
     keys: list[tuple[str, int]] | None = None
     decided: set[tuple[str, int]] | None = None
+    #: folded from a base (compaction): the inputs every consumer had are not among ``inputs``
+    compacted: bool = False
 
     def apply(self, delta: JournalDelta) -> None:
         """Fold in the next delta; :class:`JournalError` when its decisions do not follow on."""
+        if delta.base:
+            self.decisions, self.inputs, self.received, self.trimmed, self.acks = [], [], {}, -1, {}
+            self.compacted = True
         if delta.keep is not None:
             if delta.keep > len(self.decisions):
                 raise JournalError(f"a cut back to {delta.keep} decisions, but only {len(self.decisions)} were kept")

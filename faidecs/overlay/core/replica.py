@@ -1015,6 +1015,31 @@ class MergerReplica:
         self._disk_epoch = delta.log_epoch
         return delta
 
+    def journal_base(self) -> JournalDelta | None:
+        """The whole state a restart needs, as one delta that replaces what came before it (the
+        driver then drops the older records: compaction); None when not ``durable``. Inputs
+        every consumer had are left out: their keys are those of the decided events up to
+        ``trimmed``. What changed since the last delta is in it."""
+        if not self.durable:
+            return None
+        log, up, consumers, items = self.log, self.upstream, self.consumers, self.inputs.items
+        live = [(s, k, items[(s, k)], self.inputs.prev.get((s, k), -1)) for s, k in self.inputs.arrivals]
+        delta = JournalDelta(
+            log.log_epoch,
+            None,
+            list(log.decisions),
+            [i for i in live if i[2] is not None],
+            dict(up.received),
+            consumers.trimmed,
+            dict(consumers.acks),
+            base=True,
+        )
+        self._new_inputs = []
+        self._disk_len = self._stable = len(log.decisions)
+        self._disk_received = dict(up.received)
+        self._disk_trimmed, self._disk_epoch, self._disk_acks = consumers.trimmed, log.log_epoch, dict(consumers.acks)
+        return delta
+
     def restore(self, state: Restored) -> None:
         """Take back what a previous run of this replica kept on disk, before :meth:`start`: its
         log, with the vote it gives (not amnesic), and its inputs, which it orders again as they
@@ -1027,11 +1052,16 @@ class MergerReplica:
         inputs.items = dict(zip(keys, map(_PAYLOAD, state.inputs), strict=True))
         inputs.arrivals = list(keys)
         inputs.prev = dict(zip(keys, map(_PREV, state.inputs), strict=True))  # -1: none
+        items = inputs.items
         if not state.dropped:
-            items = inputs.items
             for d in log.decisions[: state.trimmed + 1]:
                 if d.kind == "event" and (d.source, d.key) in items:
                     items[(d.source, d.key)] = None
+        if state.compacted:
+            # A compacted journal left out the inputs every consumer had: they are known by key.
+            for d in log.decisions[: state.trimmed + 1]:
+                if d.kind == "event":
+                    items.setdefault((d.source, d.key), None)
         consumers.trimmed = consumers.reported = state.trimmed
         # Consumers not back yet still hold back the drop of what follows their acknowledgement.
         consumers.acks = dict(state.acks)

@@ -2,7 +2,8 @@
 :class:`~faidecs.net.segmentlog.SegmentLog` in ``<run>/state/<server>/<role>/``.
 
 A record is one :class:`JournalDelta`, a msgpack array ``[log_epoch, keep, decisions, inputs,
-received, trimmed, acks]`` (``acks``: every consumer's last acknowledgement, when they changed):
+received, trimmed, acks, base]`` (``acks``: every consumer's last acknowledgement, when they
+changed; ``base``: the record holds the replica's whole state, as compaction writes it):
 
 - ``decisions``: the appended decisions in columns (:class:`_Decisions`: the first position, then
   per decision its epoch, ts, kind, source, key, consumer and request), and the few with a filter
@@ -19,6 +20,11 @@ payloads stay wire frames, decoded lazily: they are most of the bytes and of the
 replica needs only those it has not yet handed to every consumer (positions after ``trimmed``)
 or not decided yet; the others are known by their keys alone. The wire format's version thus
 versions these files too, and a payload is checked as strictly as any message.
+
+Compaction: once the records since the last base outweigh a segment and twice that base, the
+server writes a new base (the replica's decisions, the inputs it still holds, where it stands) at
+the start of a new segment, ``fsync`` s it and drops every older segment. The inputs every
+consumer had are in no base: a restart knows them by the keys of the decided events.
 
 When a record reaches the disk is the deployment's ``[durability]`` policy: :meth:`commit`, which
 the server calls after each pass of its loop and before it sends that pass's messages, writes
@@ -77,7 +83,8 @@ class _Record(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
     inputs: list[_Inputs]
     received: dict[str, _FromM1]
     trimmed: _FromM1
-    acks: list[tuple[str, str, _FromM1]] | None  # (consumer, process, position), when changed
+    acks: list[tuple[str, str, _FromM1]] | None = None  # (consumer, process, position), when changed
+    base: bool = False  # the whole state: the records before it are not needed (compaction)
 
 
 _INPUT_KEY, _DECISION_KEY = itemgetter(0, 1), attrgetter("source", "key")
@@ -94,6 +101,9 @@ class ReplicaJournal:
         self.log = log
         self.decoder = decoder
         self.written = 0  # records written by this process
+        self.since_base = log.bytes()  # bytes of records since the last base (compaction_due)
+        self.base_bytes = 0
+        self.compactions = 0
 
     @classmethod
     def open(
@@ -134,9 +144,30 @@ class ReplicaJournal:
             delta.received,
             delta.trimmed,
             [(c, p, a) for (c, p), a in delta.acks.items()] if delta.acks is not None else None,
+            delta.base,
         )
-        self.log.append(_ENCODE(record))
+        data = _ENCODE(record)
+        self.log.append(data)
         self.written += 1
+        self.since_base += len(data)
+
+    def compaction_due(self) -> bool:
+        """Whether the records since the last base outweigh a new base: more than a segment, and
+        more than twice the last base (so that a large live state is not written again and again)."""
+        return self.since_base > max(self.log.segment_bytes, 2 * self.base_bytes)
+
+    def compact(self, base: JournalDelta) -> None:
+        """Write ``base`` (the replica's whole state) at the start of a new segment, make it
+        durable, then drop every segment before it."""
+        self.log.roll()
+        self.since_base = 0
+        index = self.log.next
+        self.write(base)
+        self.base_bytes, self.since_base = self.since_base, 0
+        self.log.flush()
+        self.log.commit(force=True)
+        self.log.trim(index)
+        self.compactions += 1
 
     def commit(self, *, force: bool = False) -> None:
         """Every record written goes to the operating system; to the disk as the policy says."""
@@ -167,7 +198,9 @@ class ReplicaJournal:
     def _decode(self, data: bytes, index: int, batches: list[tuple[int, bytes, int, int]], held: int) -> JournalDelta:
         """Record ``index``; its inputs follow the ``held`` already folded (payloads left None)."""
         record = _DECODE(data)
-        delta = JournalDelta(record.log_epoch, record.keep, received=record.received, trimmed=record.trimmed)
+        delta = JournalDelta(
+            record.log_epoch, record.keep, received=record.received, trimmed=record.trimmed, base=record.base
+        )
         if record.acks is not None:
             delta.acks = {(c, p): a for c, p, a in record.acks}
         if record.decisions is not None:

@@ -134,10 +134,16 @@ class ServerNode(Node):
     def _persist(self) -> None:
         """What the replicas changed in this pass, to disk before the pass's messages go out."""
         for role, journal in self.journals.items():
-            delta = self.host.replicas[role].take_journal()
+            replica = self.host.replicas[role]
             try:
-                if delta is not None:
-                    journal.write(delta)
+                if journal.compaction_due():
+                    base = replica.journal_base()
+                    assert base is not None
+                    journal.compact(base)
+                else:
+                    delta = replica.take_journal()
+                    if delta is not None:
+                        journal.write(delta)
                 journal.commit()
             except OSError as exc:
                 # A full or failing disk: stop before this pass's messages acknowledge what it
