@@ -22,15 +22,17 @@ records after it were acknowledged, and silently dropping them would lose acknow
 
 Durability (``sync``): ``"always"`` makes :meth:`commit` flush and ``fsync`` every time (an
 acknowledged record survives the loss of every process and of power); ``"group"`` makes
-:meth:`commit` do so at most every ``group_ms`` (:meth:`due` says when the next is owed), so that
-records acknowledged since the last ``fsync`` survive a process crash (they are in the page cache)
-but not a power loss.
+:meth:`commit` hand the records to the system (a killed process loses none of them) and ``fsync``
+at most every ``group_ms``, on the loop (:meth:`due` says when the next is owed) or, with a
+:class:`BackgroundSync`, on a thread of its own, so that the loop never waits for the disk; a
+power loss may take what was acknowledged in the last ``group_ms``.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import threading
 import time
 import zlib
 from dataclasses import dataclass
@@ -78,6 +80,11 @@ class SegmentLog:
         self.syncs = 0
         self._segments: list[tuple[int, Path]] = []  # (first index, path), in order
         self._file: BinaryIO | None = None
+        #: group: a BackgroundSync fsyncs this log, so commit() only hands records to the system
+        self.background = False
+        self._flushed = 0  # records before it were handed to the system
+        # The background thread fsyncs the file the loop writes: never while it is swapped or closed.
+        self._lock = threading.Lock()
         self._size = 0
 
     # --- opening and recovery -------------------------------------------------------------------
@@ -134,6 +141,7 @@ class SegmentLog:
         process (not of the machine) before any ``fsync``."""
         if self._file is not None:
             self._file.flush()
+            self._flushed = self.next
 
     def due(self, now: float | None = None) -> float | None:
         """Seconds until the group commit owes an ``fsync`` (0: now), None when nothing waits."""
@@ -147,12 +155,16 @@ class SegmentLog:
     def commit(self, now: float | None = None, *, force: bool = False) -> bool:
         """Make the records appended so far durable if the policy says so now (``force``: in any
         case); whether it did. Records before :attr:`synced` are on disk."""
+        if self.background and self.sync == "group" and not force:
+            self.flush()  # the BackgroundSync fsyncs it, off the loop
+            return False
         wait = self.due(now)
         if wait is None or (wait > 0 and not force):
             return False
         assert self._file is not None
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        self.flush()
+        with self._lock:
+            os.fsync(self._file.fileno())
         self.synced = self.next
         self.last_sync = time.monotonic() if now is None else now
         self.syncs += 1
@@ -168,7 +180,22 @@ class SegmentLog:
         """The bytes the kept segments hold, the one being written included."""
         return sum(path.stat().st_size for _, path in self._segments[:-1]) + self._size if self._segments else 0
 
+    def sync_flushed(self) -> bool:
+        """``fsync`` what was handed to the system (a BackgroundSync's thread); whether it did."""
+        with self._lock:
+            target = self._flushed
+            if self._file is None or target <= self.synced:
+                return False
+            os.fsync(self._file.fileno())
+        self.synced = max(self.synced, target)
+        self.syncs += 1
+        return True
+
     def _roll(self) -> None:
+        with self._lock:
+            self._roll_locked()
+
+    def _roll_locked(self) -> None:
         if self._file is not None:
             self._file.flush()
             os.fsync(self._file.fileno())  # a closed segment is complete on disk
@@ -197,21 +224,57 @@ class SegmentLog:
     def abandon(self) -> None:
         """Close the file without flushing what is buffered (a write failed: the disk is full or
         failing); the records not written are lost, as they would be in a crash."""
-        if self._file is not None:
-            try:
-                self._file.close()
-            except OSError:
-                pass  # the buffered bytes it could not write
-            self._file = None
+        with self._lock:
+            if self._file is not None:
+                try:
+                    self._file.close()
+                except OSError:
+                    pass  # the buffered bytes it could not write
+                self._file = None
 
     def close(self) -> None:
         if self._file is not None:
             self.commit(force=True)
-            self._file.close()
-            self._file = None
+            with self._lock:
+                assert self._file is not None
+                self._file.close()
+                self._file = None
 
     def __len__(self) -> int:
         return self.next - self.first
+
+
+class BackgroundSync:
+    """Group commit off the loop: a thread that ``fsync`` s every ``group_ms`` what a process's
+    logs handed to the system since (``SegmentLog.flush``). The loop never waits for the disk,
+    and what it acknowledged reaches it within ``group_ms`` (plus an ``fsync``'s time)."""
+
+    def __init__(self, logs: list[SegmentLog], group_ms: int, name: str = "faidecs-fsync"):
+        self.logs = logs
+        for log in logs:
+            log.background = True
+        self.every = max(group_ms, 1) / 1000
+        self.failure: OSError | None = None  # the first fsync that failed (the loop reports it)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> BackgroundSync:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            for log in self.logs:
+                try:
+                    log.sync_flushed()
+                except OSError as exc:
+                    self.failure = self.failure or exc
+                except ValueError:
+                    pass  # closed meanwhile (abandoned after a failure)
 
 
 def _first_index(path: Path) -> int:
@@ -274,4 +337,4 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["MAX_RECORD", "CorruptLog", "Recovered", "SegmentLog", "Sync"]
+__all__ = ["MAX_RECORD", "BackgroundSync", "CorruptLog", "Recovered", "SegmentLog", "Sync"]

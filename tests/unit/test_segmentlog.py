@@ -4,11 +4,12 @@ roll and are trimmed, and the group commit syncs at most every group_ms."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
-from faidecs.net.segmentlog import CorruptLog, SegmentLog
+from faidecs.net.segmentlog import BackgroundSync, CorruptLog, SegmentLog
 
 
 def filled(folder: Path, n: int, **kw: object) -> SegmentLog:
@@ -119,3 +120,24 @@ def test_empty_and_oversized_records_are_refused(tmp_path: Path) -> None:
     log, _, _ = SegmentLog.open(tmp_path)
     with pytest.raises(ValueError, match="1 to"):
         log.append(b"")
+
+
+def test_a_background_sync_fsyncs_what_the_loop_handed_to_the_system(tmp_path: Path) -> None:
+    log, _, _ = SegmentLog.open(tmp_path, sync="group", group_ms=1)
+    syncer = BackgroundSync([log], group_ms=1).start()
+    try:
+        for k in range(5):
+            log.append(f"record {k}".encode())
+        assert log.commit() is False  # the loop only hands the records to the system
+        assert log.synced == 0
+        deadline = time.monotonic() + 5
+        while log.synced < log.next and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert log.synced == log.next == 5 and log.syncs >= 1
+        log.append(b"not handed over yet")  # not flushed: the thread has nothing new to sync
+        time.sleep(0.02)
+        assert log.synced == 5
+    finally:
+        syncer.stop()
+        log.close()
+    assert SegmentLog.open(tmp_path)[1][-1] == b"not handed over yet"  # close flushes and syncs

@@ -11,6 +11,7 @@ from typing import Any
 from faidecs.errors import EventError, FaidecsError
 from faidecs.matching.events import EventValidator
 from faidecs.net.processlog import ProcessLog
+from faidecs.net.segmentlog import BackgroundSync
 from faidecs.overlay.core.messages import Message, Ordered, Publish, Send, Up
 from faidecs.overlay.runtime import wire
 from faidecs.overlay.runtime.codec import too_large
@@ -67,11 +68,16 @@ class PublisherNode(Node):
         # again after a while, after a root replica comes back, and by a restarted publisher.
         # Not over UDP (lossy by design) nor to Raft's group, which does not acknowledge.
         self.publications: Outbox | None = None
+        self.syncer: BackgroundSync | None = None
         self.resend_after = max(2000, 10 * deployment.timing.retry_every)
         if process not in deployment.udp_publishers() and deployment.ordering != "raft":
             folder = self.state_dir / "outbox" if self.state_dir is not None else None
             decoder = wire.Declared(deployment.types, deployment.roles)
             self.publications = Outbox.open(folder, deployment.durability, decoder, deployment.root_role)
+            if self.publications.log is not None and deployment.durability.sync == "group":
+                self.syncer = BackgroundSync(
+                    [self.publications.log], deployment.durability.group_ms, f"faidecs-fsync-{process}"
+                ).start()
             self.seq = self.publications.next_seq
             for u in self.publications.unacked.values():  # their records may not have reached the run log
                 e = u.publish.event
@@ -186,6 +192,8 @@ class PublisherNode(Node):
             self.sent_log.flush()
 
     def _close(self) -> None:
+        if self.syncer is not None:
+            self.syncer.stop()
         if self.publications is not None:
             self.publications.close()
         if self.udp_out is not None:

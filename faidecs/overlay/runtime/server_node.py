@@ -11,6 +11,7 @@ from typing import Any
 from faidecs.errors import FaidecsError
 from faidecs.matching.events import Event
 from faidecs.merging.roles import Role, is_root, role_name
+from faidecs.net.segmentlog import BackgroundSync
 from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.messages import Decision, Message, Send
 from faidecs.overlay.core.replica import MergerReplica
@@ -90,8 +91,12 @@ class ServerNode(Node):
         self.host = ServerHost(process, replicas, deployment.root_role)
         self.journals: dict[Role, ReplicaJournal] = {}
         self.restored: set[Role] = set()
+        self.syncer: BackgroundSync | None = None
         if self.state_dir is not None:
             self._recover()
+            if self.d.durability.sync == "group" and self.journals:
+                logs = [j.log for j in self.journals.values()]
+                self.syncer = BackgroundSync(logs, self.d.durability.group_ms, f"faidecs-fsync-{process}").start()
         self.udp_in: UdpReceiver | None = None
         if self.udp_publishers:
             import zmq
@@ -133,6 +138,11 @@ class ServerNode(Node):
 
     def _persist(self) -> None:
         """What the replicas changed in this pass, to disk before the pass's messages go out."""
+        if self.syncer is not None and self.syncer.failure is not None:
+            exc = self.syncer.failure
+            for j in self.journals.values():
+                j.abandon()
+            raise FaidecsError(f"{self.process}: cannot fsync its logs: {exc.strerror or exc}; stopping")
         for role, journal in self.journals.items():
             replica = self.host.replicas[role]
             try:
@@ -203,6 +213,8 @@ class ServerNode(Node):
     def _close(self) -> None:
         if self.udp_in is not None:
             self.udp_in.close()
+        if self.syncer is not None:
+            self.syncer.stop()
         for journal in self.journals.values():
             journal.close()
         for replica in self.host.replicas.values():
