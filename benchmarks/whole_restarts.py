@@ -23,8 +23,8 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "slow"))
-from overlay_harness import settled, verified, write_deployment  # noqa: E402
-from test_overlay_durability import kill_everything  # noqa: E402
+from overlay_harness import verified, write_deployment  # noqa: E402
+from test_overlay_durability import drained, kill_everything  # noqa: E402
 
 from faidecs.overlay.runtime.launcher import LocalDeployment  # noqa: E402
 
@@ -50,7 +50,7 @@ def one_run(seed: int) -> dict[str, object]:
         run = LocalDeployment(path, folder / "run")
         try:
             run.start()
-            settled(run, quiet=1.5, timeout=120)
+            drained(run, timeout=120)
             statuses = run.statuses()
         finally:
             run.stop()

@@ -25,6 +25,13 @@ def _published(run: LocalDeployment, n: int, timeout: float = 30) -> None:
     run.wait_for(lambda s: s.get("p1", {}).get("published", 0) >= n, timeout, f"{n} publications")
 
 
+def drained(run: LocalDeployment, timeout: float = 30) -> None:
+    """The publisher is done and every publication acknowledged (one whose acknowledgement a kill
+    lost is sent again after a while), then deliveries are quiet."""
+    run.wait_for(lambda s: s.get("p1", {}).get("done") and s["p1"].get("unacked") == 0, timeout, "the outbox to drain")
+    settled(run, quiet=1.5, timeout=60)
+
+
 def _kill_and_restart(run: LocalDeployment, victims: list[str]) -> None:
     for name in victims:
         run.signal(name, signal.SIGKILL)
@@ -47,7 +54,7 @@ def test_sigkill_of_every_replica_then_restart_loses_nothing(tmp_path: Path, zoo
         d = run.deployment
         victims = list(d.placement(("A",))) if what == "role" else list(d.servers)
         _kill_and_restart(run, victims)
-        settled(run, quiet=1.5, timeout=60)
+        drained(run)
         recovered = [
             m["log"] for n in victims for m in run.statuses()[n]["mergers"] if m["role"] == "[A]" and m["log"] > 0
         ]
@@ -94,7 +101,7 @@ def test_sigkill_of_the_whole_deployment_then_overlay_up_again(tmp_path: Path) -
     again = LocalDeployment(path, tmp_path / "run")
     try:
         again.start()
-        settled(again, quiet=1.5, timeout=90)
+        drained(again, timeout=90)
         statuses = again.statuses()
     finally:
         again.stop()
