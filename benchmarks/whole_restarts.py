@@ -24,9 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "slow"))
 from overlay_harness import verified, write_deployment  # noqa: E402
-from test_overlay_durability import drained, kill_everything  # noqa: E402
-
-from faidecs.overlay.runtime.launcher import LocalDeployment  # noqa: E402
+from test_overlay_durability import killed_and_restarted  # noqa: E402
 
 EVENTS = 400
 
@@ -37,23 +35,8 @@ def one_run(seed: int) -> dict[str, object]:
     path = write_deployment(folder, EVENTS, rate=200, seed=1000 + seed)
     kills = sorted(rng.sample(range(40, EVENTS - 40), rng.randint(1, 2)))
     started = time.monotonic()
-    run: LocalDeployment | None = None
     try:
-        for at in kills:
-            run = LocalDeployment(path, folder / "run")
-            try:
-                run.start()
-                run.wait_for(lambda s, at=at: s.get("p1", {}).get("published", 0) >= at, 60, f"{at} publications")
-                kill_everything(run)
-            finally:
-                run.stop()
-        run = LocalDeployment(path, folder / "run")
-        try:
-            run.start()
-            drained(run, timeout=120)
-            statuses = run.statuses()
-        finally:
-            run.stop()
+        run, statuses = killed_and_restarted(path, folder / "run", kills, timeout=120)
         by = verified(run, EVENTS)
         assert by["s1"] == by["s2"] and by["s1"], "s1 and s2 disagree"
         assert statuses["p1"]["unacked"] == 0, "publications never acknowledged"

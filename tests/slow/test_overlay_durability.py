@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from overlay_harness import SESSION_MS, settled, verified, write_deployment
@@ -84,6 +85,30 @@ def kill_everything(run: LocalDeployment) -> None:
     run.server.process.wait(10)
 
 
+def killed_and_restarted(
+    path: Path, run_dir: Path, kills: list[int], timeout: float = 90
+) -> tuple[LocalDeployment, dict[str, dict[str, Any]]]:
+    """Run the deployment on ``run_dir`` with its own ZooKeeper; at each count of ``kills``
+    publications SIGKILL everything and start it again on the same folder; the last run is left
+    to drain and stopped. Returns it (for its merged run logs) and its last statuses."""
+    for at in kills:
+        run = LocalDeployment(path, run_dir)
+        try:
+            run.start()
+            _published(run, at, timeout=60)
+            kill_everything(run)
+        finally:
+            run.stop()
+    run = LocalDeployment(path, run_dir)
+    try:
+        run.start()
+        drained(run, timeout=timeout)
+        statuses = run.statuses()
+    finally:
+        run.stop()
+    return run, statuses
+
+
 def test_sigkill_of_the_whole_deployment_then_overlay_up_again(tmp_path: Path) -> None:
     """Every process and ZooKeeper killed at once mid-run; the deployment started again on the
     same run folder (what `faidecs overlay up` does) goes on from its disks: the merged run logs
@@ -91,20 +116,7 @@ def test_sigkill_of_the_whole_deployment_then_overlay_up_again(tmp_path: Path) -
     subscription agree, and the restarted processes are new incarnations of the same ones."""
     events = 400
     path = write_deployment(tmp_path, events, rate=200, seed=23)
-    first = LocalDeployment(path, tmp_path / "run")
-    try:
-        first.start()
-        _published(first, 150)
-        kill_everything(first)
-    finally:
-        first.stop()
-    again = LocalDeployment(path, tmp_path / "run")
-    try:
-        again.start()
-        drained(again, timeout=90)
-        statuses = again.statuses()
-    finally:
-        again.stop()
+    again, statuses = killed_and_restarted(path, tmp_path / "run", [150])
     assert statuses["p1"]["unacked"] == 0 and statuses["p1"]["published"] == events
     assert (tmp_path / "run" / "logs" / "p1@1.runlog").exists()  # the publisher went on, a new incarnation
     by = verified(again, events)
