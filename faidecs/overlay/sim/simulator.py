@@ -446,7 +446,11 @@ class Simulation:
         if self.config.cost is not None:
             self.published_clock.setdefault(validated.id, self.clock)
         root = self.root(validated.type)
-        message = Publish(publisher, seq, validated, self.last_to.get((publisher, root), -1))
+        # With outboxes (restarts), a publication names the previous one to its root, as a
+        # runtime publisher's does; on the lossy input path nothing would send a lost one again,
+        # so it names none (the latch stage orders what arrives there).
+        chained = self.durable and self.config.input_path is None
+        message = Publish(publisher, seq, validated, self.last_to.get((publisher, root), -1) if chained else -1)
         self.last_to[(publisher, root)] = seq
         if self.config.input_path is not None:
             self.sent.append(
