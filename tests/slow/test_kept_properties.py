@@ -16,9 +16,10 @@ from faidecs.lab.measured import MEASURED_VIOLATIONS, STAGED_VIOLATIONS
 from faidecs.matching.guarantees import PROPERTIES
 from faidecs.properties import check
 
-# 2,500 in the suite (FAIDECS_KEPT_RUNS for more): plain and staged are the suite's two longest
-# tests, and with the overlay's process tests it must stay under 15 minutes on two cores.
-RUNS = int(os.environ.get("FAIDECS_KEPT_RUNS", "2500"))
+# 1,500 in the suite (FAIDECS_KEPT_RUNS for more): plain and staged are the suite's two longest
+# tests, and with the overlay's process tests (issue 22 added 80 s of them) it must stay under
+# 15 minutes on two cores.
+RUNS = int(os.environ.get("FAIDECS_KEPT_RUNS", "1500"))
 
 
 def _first_violation(args: tuple[Combination, str, int]) -> tuple[str, str, str] | None:
