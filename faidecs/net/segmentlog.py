@@ -153,16 +153,16 @@ class SegmentLog:
         return max(0.0, self.last_sync + self.group_ms / 1000 - now)
 
     def commit(self, now: float | None = None, *, force: bool = False) -> bool:
-        """Make the records appended so far durable if the policy says so now (``force``: in any
-        case); whether it did. Records before :attr:`synced` are on disk."""
+        """Hand the records appended so far to the system (always: a killed process loses none of
+        them), and make them durable if the policy says so now (``force``: in any case); whether
+        it did. Records before :attr:`synced` are on disk."""
+        self.flush()
         if self.background and self.sync == "group" and not force:
-            self.flush()  # the BackgroundSync fsyncs it, off the loop
-            return False
+            return False  # the BackgroundSync fsyncs it, off the loop
         wait = self.due(now)
         if wait is None or (wait > 0 and not force):
             return False
         assert self._file is not None
-        self.flush()
         with self._lock:
             os.fsync(self._file.fileno())
         self.synced = self.next

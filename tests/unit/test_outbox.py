@@ -35,7 +35,7 @@ def test_what_was_not_acknowledged_is_there_after_a_restart(tmp_path: Path) -> N
     box = Outbox.open(tmp_path, Durability(sync="always"), DECODER, root)
     for seq, t in enumerate("ABAB"):
         p = publication(seq, t)
-        box.sent(p, root(t), line=seq + 1, data=wire.encode(p), now=seq)
+        box.send(p, root(t), line=seq + 1, data=wire.encode(p), now=seq)
     box.ordered((0, 1, 3))
     box.commit()
     box.close()
@@ -51,7 +51,7 @@ def test_due_resends_what_waited_long_enough_of_one_role(tmp_path: Path) -> None
     box = Outbox.open(None, Durability(), DECODER, root)
     for seq, t in enumerate("AB"):
         p = publication(seq, t)
-        box.sent(p, root(t), line=seq + 1, data=wire.encode(p), now=100)
+        box.send(p, root(t), line=seq + 1, data=wire.encode(p), now=100)
     assert box.due(150, 100) == []
     assert [u.publish.seq for u in box.due(150, 0, ("B",))] == [1]
     assert [u.publish.seq for u in box.due(300, 100)] == [0, 1]

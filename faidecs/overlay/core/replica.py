@@ -174,15 +174,10 @@ class MergerReplica:
         self.upstream = Upstream.of(role)
         self.durable = durable
         self.ack_publishers = ack_publishers and is_root(role)
-        # The journal: the log's length on disk, the length below which the log has not changed
-        # since (a new leader's log may replace an uncommitted tail), inputs not on disk yet.
-        self._disk_len = 0
-        self._stable = 0
+        # The journal: what the disk holds (_on_disk), and the inputs not on it yet.
         self._new_inputs: list[Input] = []
-        self._disk_received: dict[str, int] = dict(self.upstream.received)
-        self._disk_trimmed = -1
-        self._disk_epoch = 0
-        self._disk_acks: dict[tuple[str, str], int] = {}
+        self._disk_len = self._stable = 0
+        self._on_disk()  # an empty disk holds the empty state
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -1006,13 +1001,7 @@ class MergerReplica:
             and (delta.trimmed, delta.log_epoch) == (self._disk_trimmed, self._disk_epoch)
         ):
             return None
-        if delta.acks is not None:
-            self._disk_acks = delta.acks
-        self._new_inputs = []
-        self._disk_len = self._stable = n
-        self._disk_received.update(delta.received)
-        self._disk_trimmed = delta.trimmed
-        self._disk_epoch = delta.log_epoch
+        self._on_disk()
         return delta
 
     def journal_base(self) -> JournalDelta | None:
@@ -1022,22 +1011,21 @@ class MergerReplica:
         ``trimmed``. What changed since the last delta is in it."""
         if not self.durable:
             return None
-        log, up, consumers, items = self.log, self.upstream, self.consumers, self.inputs.items
-        live = [(s, k, items[(s, k)], self.inputs.prev.get((s, k), -1)) for s, k in self.inputs.arrivals]
+        log, consumers, items, prev = self.log, self.consumers, self.inputs.items, self.inputs.prev
+        held: list[Input] = [
+            (s, k, p, prev.get((s, k), -1)) for s, k in self.inputs.arrivals if (p := items[(s, k)]) is not None
+        ]
         delta = JournalDelta(
             log.log_epoch,
             None,
             list(log.decisions),
-            [i for i in live if i[2] is not None],
-            dict(up.received),
+            held,
+            dict(self.upstream.received),
             consumers.trimmed,
             dict(consumers.acks),
             base=True,
         )
-        self._new_inputs = []
-        self._disk_len = self._stable = len(log.decisions)
-        self._disk_received = dict(up.received)
-        self._disk_trimmed, self._disk_epoch, self._disk_acks = consumers.trimmed, log.log_epoch, dict(consumers.acks)
+        self._on_disk()
         return delta
 
     def restore(self, state: Restored) -> None:
@@ -1065,14 +1053,19 @@ class MergerReplica:
         consumers.trimmed = consumers.reported = state.trimmed
         # Consumers not back yet still hold back the drop of what follows their acknowledgement.
         consumers.acks = dict(state.acks)
-        self._disk_acks = dict(state.acks)
         self.upstream.received.update(state.received)
         self.amnesic = False
-        self._disk_len = self._stable = len(log.decisions)
+        self._on_disk()
+
+    def _on_disk(self) -> None:
+        """The disk now holds this replica's state as it is: what the next delta is measured from.
+        ``_stable``: the length below which the log has not changed since (a new leader's log may
+        replace an uncommitted tail, _rebuild)."""
         self._new_inputs = []
+        self._disk_len = self._stable = len(self.log.decisions)
         self._disk_received = dict(self.upstream.received)
-        self._disk_trimmed = state.trimmed
-        self._disk_epoch = state.log_epoch
+        self._disk_trimmed, self._disk_epoch = self.consumers.trimmed, self.log.log_epoch
+        self._disk_acks = dict(self.consumers.acks)
 
     # --- introspection ---------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import tomllib
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -109,6 +109,14 @@ class Durability(BaseModel):
     @property
     def enabled(self) -> bool:
         return self.sync != "off"
+
+    def log_settings(self) -> dict[str, Any]:
+        """The keyword arguments of ``SegmentLog.open`` for a log kept under this policy."""
+        return {
+            "sync": "always" if self.sync == "always" else "group",
+            "group_ms": self.group_ms,
+            "segment_bytes": self.segment_bytes,
+        }
 
 
 class SubscriberSpec(BaseModel):

@@ -30,6 +30,7 @@ from faidecs.errors import FaidecsError
 from faidecs.merging.roles import Role
 from faidecs.net.certificates import Keys
 from faidecs.net.processlog import ProcessLog
+from faidecs.net.segmentlog import BackgroundSync, SegmentLog
 from faidecs.net.statusfile import StatusFile
 from faidecs.net.transport import MAX_MESSAGE, LinkDelay, Transport
 from faidecs.overlay.core.admission import inconsistency
@@ -116,6 +117,9 @@ class Node:
         self.encoded: dict[int, bytes] = {}
         #: FAIDECS_PROFILE=1: CPU per message kind, in the status (runtime/profile.py); else None
         self.profile: Any = None
+        #: the thread that fsyncs this process's logs under group commit (_keep_on_disk)
+        self.syncer: BackgroundSync | None = None
+        self.kept: list[SegmentLog] = []
 
     # --- what a kind of process adds -------------------------------------------------------------
 
@@ -149,6 +153,25 @@ class Node:
 
     def _close(self) -> None:
         """Close what the process opened besides the process log, status, membership and transport."""
+
+    def _keep_on_disk(self, logs: list[SegmentLog]) -> None:
+        """The process's durable logs: under group commit a thread fsyncs them (off the loop)."""
+        self.kept = logs
+        durability = self.d.durability
+        if durability.sync == "group" and logs:
+            self.syncer = BackgroundSync(logs, durability.group_ms, f"faidecs-fsync-{self.process}").start()
+
+    def _disk_failed(self, what: str, exc: OSError | None = None) -> None:
+        """Stop, before this pass's messages acknowledge what could not be kept: ``what`` failed
+        with ``exc``, or (None) the background fsync failed. Raises when the disk failed."""
+        exc = exc if exc is not None else self.syncer.failure if self.syncer is not None else None
+        if exc is None:
+            return
+        for log in self.kept:
+            log.abandon()
+        raise FaidecsError(
+            f"{self.process}: {what}: {exc.strerror or exc}; stopping before it acknowledges anything more"
+        )
 
     # --- the loop -----------------------------------------------------------------------------
 
@@ -197,6 +220,8 @@ class Node:
                     if self.status_file is not None:
                         self.status_file.put(self.status())
         finally:
+            if self.syncer is not None:
+                self.syncer.stop()  # before the logs close
             self._close()
             self.log.close()
             if self.status_file is not None:

@@ -1,6 +1,7 @@
 """A publisher's outbox (issue 22): the publications it sent that no root leader has acknowledged
-(:class:`~faidecs.overlay.core.messages.Ordered`) yet, in memory and, with ``[durability]``, in
-a segment log in its state folder, so that a restarted publisher resends them and goes on with
+(:class:`~faidecs.overlay.core.messages.Ordered`) yet, held as the core holds them
+(:class:`~faidecs.overlay.core.unacked.Unacknowledged`) and, with ``[durability]``, kept in a
+segment log in its state folder, so that a restarted publisher resends them and goes on with
 its next sequence number and the next line of its events file.
 
 A record is a msgpack array: ``[0, seq, line, publish]`` (sent: the publication as the wire format
@@ -11,7 +12,7 @@ again: resending is always safe, so the outbox errs on that side.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -20,6 +21,7 @@ from faidecs.errors import FaidecsError
 from faidecs.merging.roles import Role
 from faidecs.net.segmentlog import SegmentLog
 from faidecs.overlay.core.messages import Publish
+from faidecs.overlay.core.unacked import Unacked, Unacknowledged
 from faidecs.overlay.runtime import wire
 from faidecs.overlay.runtime.deployment import Durability
 
@@ -28,33 +30,21 @@ _ENCODE = msgspec.msgpack.Encoder().encode
 _DECODE = msgspec.msgpack.Decoder(list[int | bytes | list[int]]).decode
 
 
-@dataclass(slots=True)
-class Unacked:
-    publish: Publish
-    role: Role
-    sent_at: int  # ms; 0: resend at the first chance (recovered from disk)
-
-
-class Outbox:
-    """What a publisher sent and was not told is ordered; :meth:`open` it."""
+class Outbox(Unacknowledged):
+    """What a publisher sent and was not told is ordered, kept on disk too; :meth:`open` it."""
 
     def __init__(self, log: SegmentLog | None):
+        super().__init__()
         self.log = log
-        self.unacked: dict[int, Unacked] = {}
         self.next_seq = 0
         self.next_line = 0  # lines of the events file before it were published
-        self.last_to: dict[Role, int] = {}  # root role -> the last seq sent to it (Publish.prev)
-        self.resent = 0
 
     @classmethod
     def open(cls, folder: Path | None, durability: Durability, decoder: wire.Declared, root: object) -> Outbox:
         """The outbox in ``folder`` (None: in memory only); ``root``: the role of an event type."""
         if folder is None:
             return cls(None)
-        log, records, _ = SegmentLog.open(
-            folder, sync="always" if durability.sync == "always" else "group",
-            group_ms=durability.group_ms, segment_bytes=durability.segment_bytes,
-        )  # fmt: skip
+        log, records, _ = SegmentLog.open(folder, **durability.log_settings())
         outbox = cls(log)
         for index, data in enumerate(records):
             try:
@@ -67,9 +57,7 @@ class Outbox:
                     publish = decoder.decode(encoded)
                     if not isinstance(publish, Publish) or publish.seq != seq:
                         raise FaidecsError(f"not the publication of seq {seq}")
-                    role = root(publish.event.type)  # type: ignore[operator]
-                    outbox.unacked[seq] = Unacked(publish, role, 0)
-                    outbox.last_to[role] = max(outbox.last_to.get(role, -1), seq)
+                    Unacknowledged.sent(outbox, publish, root(publish.event.type), 0)  # type: ignore[operator]
                     outbox.next_seq = max(outbox.next_seq, seq + 1)
                     outbox.next_line = max(outbox.next_line, line)
                 elif kind == _ACKED and len(record) == 2 and isinstance(record[1], list):
@@ -82,34 +70,24 @@ class Outbox:
                 raise FaidecsError(f"{folder}: record {index}: {exc}") from None
         return outbox
 
-    def sent(self, publish: Publish, role: Role, line: int, data: bytes, now: int) -> None:
+    def send(self, publish: Publish, role: Role, line: int, data: bytes, now: int) -> None:
         """``publish`` (encoded ``data``), from ``line`` of the events file, goes out now."""
-        self.unacked[publish.seq] = Unacked(publish, role, now)
-        self.last_to[role] = publish.seq
+        self.sent(publish, role, now)
         self.next_seq = publish.seq + 1
         self.next_line = line
         if self.log is not None:
             self.log.append(_ENCODE((_SENT, publish.seq, line, data)))
 
-    def ordered(self, seqs: tuple[int, ...]) -> None:
-        gone = [s for s in seqs if self.unacked.pop(s, None) is not None]
+    def ordered(self, seqs: Iterable[int]) -> list[int]:
+        gone = super().ordered(seqs)
         if gone and self.log is not None:
             self.log.append(_ENCODE((_ACKED, gone)))
-
-    def due(self, now: int, after: int, role: Role | None = None) -> list[Unacked]:
-        """Publications sent ``after`` ms ago or more without an acknowledgement (of ``role``
-        only, when given), marked as sent again now."""
-        out = [u for u in self.unacked.values() if now - u.sent_at >= after and (role is None or u.role == role)]
-        for u in out:
-            u.sent_at = now
-        self.resent += len(out)
-        return out
+        return gone
 
     def commit(self) -> None:
         """Records to the operating system, and to the disk as the policy says: before the pass's
         publications leave."""
         if self.log is not None:
-            self.log.flush()
             self.log.commit()
 
     def close(self) -> None:
@@ -117,4 +95,4 @@ class Outbox:
             self.log.close()
 
 
-__all__ = ["Outbox", "Unacked"]
+__all__ = ["Outbox", "Unacked"]  # Unacked: the core's, what the outbox holds

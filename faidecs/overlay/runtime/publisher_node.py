@@ -11,13 +11,12 @@ from typing import Any
 from faidecs.errors import EventError, FaidecsError
 from faidecs.matching.events import EventValidator
 from faidecs.net.processlog import ProcessLog
-from faidecs.net.segmentlog import BackgroundSync
 from faidecs.overlay.core.messages import Message, Ordered, Publish, Send, Up
 from faidecs.overlay.runtime import wire
 from faidecs.overlay.runtime.codec import too_large
 from faidecs.overlay.runtime.deployment import Deployment
 from faidecs.overlay.runtime.node import Node
-from faidecs.overlay.runtime.outbox import Outbox
+from faidecs.overlay.runtime.outbox import Outbox, Unacked
 from faidecs.overlay.runtime.udp import UdpSender
 from faidecs.runs.event_lines import LongLine, decode, parse, read_lines, too_long
 
@@ -68,16 +67,13 @@ class PublisherNode(Node):
         # again after a while, after a root replica comes back, and by a restarted publisher.
         # Not over UDP (lossy by design) nor to Raft's group, which does not acknowledge.
         self.publications: Outbox | None = None
-        self.syncer: BackgroundSync | None = None
         self.resend_after = max(2000, 10 * deployment.timing.retry_every)
         if process not in deployment.udp_publishers() and deployment.ordering != "raft":
             folder = self.state_dir / "outbox" if self.state_dir is not None else None
             decoder = wire.Declared(deployment.types, deployment.roles)
             self.publications = Outbox.open(folder, deployment.durability, decoder, deployment.root_role)
-            if self.publications.log is not None and deployment.durability.sync == "group":
-                self.syncer = BackgroundSync(
-                    [self.publications.log], deployment.durability.group_ms, f"faidecs-fsync-{process}"
-                ).start()
+            if self.publications.log is not None:
+                self._keep_on_disk([self.publications.log])
             self.seq = self.publications.next_seq
             for u in self.publications.unacked.values():  # their records may not have reached the run log
                 e = u.publish.event
@@ -118,7 +114,11 @@ class PublisherNode(Node):
         if self.events is not None:
             self._publish(now)
         if self.publications is not None:
-            self.publications.commit()  # before the pass's publications leave
+            self._disk_failed("cannot fsync its outbox")
+            try:
+                self.publications.commit()  # before the pass's publications leave
+            except OSError as exc:
+                self._disk_failed(f"cannot keep its outbox in {self.state_dir}", exc)
             if self.state_dir is not None:
                 # Its run log's record of each too: one acknowledged before a kill leaves the
                 # outbox, and nothing would log it again (the kill test's No Creation).
@@ -136,7 +136,7 @@ class PublisherNode(Node):
     def _tick(self, now: int) -> list[Send]:
         return self._resend(self.publications.due(now, self.resend_after)) if self.publications is not None else []
 
-    def _resend(self, unacked: list[Any]) -> list[Send]:
+    def _resend(self, unacked: list[Unacked]) -> list[Send]:
         return [(replica, u.publish) for u in unacked for replica in self.d.placement(u.role)]
 
     def _publish(self, now: int) -> None:
@@ -153,7 +153,7 @@ class PublisherNode(Node):
                 return
             where = raw.pop("_line")
             line = int(where.rsplit(":", 1)[1])
-            if self.publications is not None and line <= self.publications.next_line and self.publications.next_line:
+            if self.publications is not None and line <= self.publications.next_line:  # lines count from 1
                 continue  # published before a restart (what was not acknowledged is resent)
             try:
                 event = self.validator.validate({**raw, "publisher": self.process, "seq": self.seq})
@@ -168,7 +168,7 @@ class PublisherNode(Node):
             }
             role = self.d.root_role(event.type)
             # Over the overlay's links, a root orders it after the last one sent to it (Publish.prev).
-            prev = self.publications.last_to.get(role, -1) if self.publications is not None else -1
+            prev = self.publications.prev(role) if self.publications is not None else -1
             message = Publish(self.process, self.seq, event, prev)
             data = wire.encode(message)
             if len(data) > self.d.max_event_bytes:
@@ -180,7 +180,7 @@ class PublisherNode(Node):
             else:
                 self.log.publish(record)
                 if self.publications is not None:
-                    self.publications.sent(message, role, line, data, now)
+                    self.publications.send(message, role, line, data, now)
                 # The outbox holds the message until the pass's end: its id stays its own till then.
                 self.encoded[id(message)] = data  # the same bytes to every replica of its root
                 self._send([(replica, message) for replica in self.d.placement(role)])
@@ -192,8 +192,6 @@ class PublisherNode(Node):
             self.sent_log.flush()
 
     def _close(self) -> None:
-        if self.syncer is not None:
-            self.syncer.stop()
         if self.publications is not None:
             self.publications.close()
         if self.udp_out is not None:

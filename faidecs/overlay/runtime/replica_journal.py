@@ -113,10 +113,7 @@ class ReplicaJournal:
         no record, a first start), and what recovery found. A damaged record raises
         :class:`CorruptLog` naming the file and offset; a record that does not fold or decode,
         :class:`FaidecsError` naming the folder and the record."""
-        log, records, recovered = SegmentLog.open(
-            folder, sync="always" if durability.sync == "always" else "group",
-            group_ms=durability.group_ms, segment_bytes=durability.segment_bytes,
-        )  # fmt: skip
+        log, records, recovered = SegmentLog.open(folder, **durability.log_settings())
         journal = cls(role, log, decoder)
         if not records:
             return journal, None, recovered
@@ -164,14 +161,12 @@ class ReplicaJournal:
         index = self.log.next
         self.write(base)
         self.base_bytes, self.since_base = self.since_base, 0
-        self.log.flush()
         self.log.commit(force=True)
         self.log.trim(index)
         self.compactions += 1
 
     def commit(self, *, force: bool = False) -> None:
         """Every record written goes to the operating system; to the disk as the policy says."""
-        self.log.flush()
         self.log.commit(force=force)
 
     def close(self) -> None:

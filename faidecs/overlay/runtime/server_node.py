@@ -8,10 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from faidecs.errors import FaidecsError
 from faidecs.matching.events import Event
 from faidecs.merging.roles import Role, is_root, role_name
-from faidecs.net.segmentlog import BackgroundSync
 from faidecs.overlay.core.host import ServerHost
 from faidecs.overlay.core.messages import Decision, Message, Send
 from faidecs.overlay.core.replica import MergerReplica
@@ -91,12 +89,9 @@ class ServerNode(Node):
         self.host = ServerHost(process, replicas, deployment.root_role)
         self.journals: dict[Role, ReplicaJournal] = {}
         self.restored: set[Role] = set()
-        self.syncer: BackgroundSync | None = None
         if self.state_dir is not None:
             self._recover()
-            if self.d.durability.sync == "group" and self.journals:
-                logs = [j.log for j in self.journals.values()]
-                self.syncer = BackgroundSync(logs, self.d.durability.group_ms, f"faidecs-fsync-{process}").start()
+            self._keep_on_disk([j.log for j in self.journals.values()])
         self.udp_in: UdpReceiver | None = None
         if self.udp_publishers:
             import zmq
@@ -138,11 +133,7 @@ class ServerNode(Node):
 
     def _persist(self) -> None:
         """What the replicas changed in this pass, to disk before the pass's messages go out."""
-        if self.syncer is not None and self.syncer.failure is not None:
-            exc = self.syncer.failure
-            for j in self.journals.values():
-                j.abandon()
-            raise FaidecsError(f"{self.process}: cannot fsync its logs: {exc.strerror or exc}; stopping")
+        self._disk_failed("cannot fsync its logs")
         for role, journal in self.journals.items():
             replica = self.host.replicas[role]
             try:
@@ -156,14 +147,8 @@ class ServerNode(Node):
                         journal.write(delta)
                 journal.commit()
             except OSError as exc:
-                # A full or failing disk: stop before this pass's messages acknowledge what it
-                # could not keep. The peers go on without this replica (docs/deploy.md).
-                for j in self.journals.values():
-                    j.abandon()
-                raise FaidecsError(
-                    f"{self.process}: cannot keep the log of {role_name(role)} in {journal.log.folder}: "
-                    f"{exc.strerror or exc}; stopping before it acknowledges anything more"
-                ) from None
+                # A full or failing disk. The peers go on without this replica (docs/deploy.md).
+                self._disk_failed(f"cannot keep the log of {role_name(role)} in {journal.log.folder}", exc)
 
     def _core_handle(self, src: str, msg: Message, now: int) -> list[Send]:
         return self.host.handle(src, msg, now)
@@ -213,8 +198,6 @@ class ServerNode(Node):
     def _close(self) -> None:
         if self.udp_in is not None:
             self.udp_in.close()
-        if self.syncer is not None:
-            self.syncer.stop()
         for journal in self.journals.values():
             journal.close()
         for replica in self.host.replicas.values():

@@ -36,6 +36,7 @@ from faidecs.overlay.core.messages import Decide, Decision, LeaderChange, Messag
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica
 from faidecs.overlay.core.subscriber import SubscriberClient
+from faidecs.overlay.core.unacked import Unacknowledged
 from faidecs.overlay.core.weights import positions
 from faidecs.overlay.sim.audit import StreamGap, stream_gaps
 from faidecs.overlay.sim.costmodel import ProcessClass, frames
@@ -164,8 +165,7 @@ class Simulation:
         self.disks: dict[str, dict[Role, Restored]] = {s: {} for s in self.servers}
         # ... and their publishers keep an outbox, as the runtime's do: what no root leader
         # acknowledged (Ordered) is sent again when a replica of its root is back.
-        self.unacked: dict[str, dict[int, tuple[Publish, Role]]] = {}
-        self.last_to: dict[tuple[str, Role], int] = {}  # (publisher, root) -> its last seq there
+        self.outboxes: dict[str, Unacknowledged] = {}
         self.replicas: dict[str, dict[Role, MergerReplica]] = {s: {} for s in self.servers}
         for role in self.roles:
             for server in placement(role):
@@ -348,19 +348,14 @@ class Simulation:
             if refused is not None:
                 raise SimulationError(f"at {self.now}: an honest message refused: {refused[1]}")
         out: list[Send] = []
-        if dst in self.unacked:
+        outbox = self.outboxes.get(dst)
+        if outbox is not None:
             if isinstance(msg, Ordered):
-                for seq in msg.seqs:
-                    self.unacked[dst].pop(seq, None)
+                outbox.ordered(msg.seqs)
                 return []
             if isinstance(msg, Up):
-                placement = self.placement
-                out = [
-                    (p, publish)
-                    for publish, role in self.unacked[dst].values()
-                    if msg.process in placement(role)
-                    for p in placement(role)
-                ]
+                roles = {u.role for u in outbox.unacked.values() if msg.process in self.placement(u.role)}
+                out = [(p, u.publish) for r in roles for u in outbox.due(self.now, 0, r) for p in self.placement(r)]
         if isinstance(msg, Latched):
             for publish in self.stages[dst].receive(msg, float(self.now)):
                 out += self.hosts[dst].handle(src, publish, self.now)
@@ -446,12 +441,12 @@ class Simulation:
         if self.config.cost is not None:
             self.published_clock.setdefault(validated.id, self.clock)
         root = self.root(validated.type)
-        # With outboxes (restarts), a publication names the previous one to its root, as a
-        # runtime publisher's does; on the lossy input path nothing would send a lost one again,
-        # so it names none (the latch stage orders what arrives there).
+        # With restarts, a publisher keeps an outbox and a publication names the previous one to
+        # its root, as a runtime publisher's does; on the lossy input path nothing would send a
+        # lost one again, so it names none (the latch stage orders what arrives there).
         chained = self.durable and self.config.input_path is None
-        message = Publish(publisher, seq, validated, self.last_to.get((publisher, root), -1) if chained else -1)
-        self.last_to[(publisher, root)] = seq
+        outbox = self.outboxes.setdefault(publisher, Unacknowledged()) if chained else None
+        message = Publish(publisher, seq, validated, outbox.prev(root) if outbox is not None else -1)
         if self.config.input_path is not None:
             self.sent.append(
                 {
@@ -464,8 +459,8 @@ class Simulation:
             )
             self._lossy(publisher, root, message)
             return
-        if self.durable:
-            self.unacked.setdefault(publisher, {})[seq] = (message, root)
+        if outbox is not None:
+            outbox.sent(message, root, self.now)
         self._send(publisher, [(p, message) for p in self.placement(root)])
 
     def _lossy(self, publisher: str, role: Role, publish: Publish) -> None:
@@ -796,7 +791,7 @@ class Simulation:
         result.published_clock = self.published_clock
         result.fed = self.fed
         result.busy_us = self.busy_us
-        result.unacked = sorted((p, seq) for p, box in self.unacked.items() for seq in box)
+        result.unacked = sorted((p, seq) for p, box in self.outboxes.items() for seq in box.unacked)
         result.gaps = stream_gaps(result)
         return result
 
