@@ -1,7 +1,7 @@
 """What a simulated run reports: topology, faults, traffic, stream audits and properties.
 
 The properties a run must keep are those the lab's measured table says every subscription's
-options keep (faidecs/lab/measured.py); the others are printed too, but may fail.
+options keep (faidecs/lab/promised.py, from faidecs/lab/measured.py); the others are printed too, but may fail.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from faidecs.grammar.model import Covering, Subscription
-from faidecs.lab.measured import MEASURED_VIOLATIONS, STAGED_VIOLATIONS
-from faidecs.matching.guarantees import PROPERTIES, Combination, Property
+from faidecs.grammar.model import Subscription
+from faidecs.lab.promised import promised_by_all
+from faidecs.matching.guarantees import Property
 from faidecs.merging.roles import role_name
 from faidecs.overlay.sim.simulator import SimResult
 from faidecs.overlay.sim.topology import Topology
@@ -20,11 +20,7 @@ from faidecs.properties import Report, check
 
 def kept_properties(subscriptions: Iterable[Subscription]) -> list[Property]:
     """The properties every subscription's matching, disposal and covering options keep."""
-    lost: set[Property] = set()
-    for sub in subscriptions:
-        table = STAGED_VIOLATIONS if sub.covering is Covering.STAGED else MEASURED_VIOLATIONS
-        lost.update(table[Combination(sub.matching, sub.disposal)])
-    return [p for p in PROPERTIES if p not in lost]
+    return promised_by_all(subscriptions)
 
 
 def topology_of(result: SimResult, subscriptions: dict[str, Subscription]) -> Topology:
