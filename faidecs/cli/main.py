@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO
 
 from faidecs.cli.inputs import CliError, read_text
+from faidecs.cli.text_format import TextFormat
 from faidecs.errors import EventError, FaidecsError, ProgramError
 from faidecs.grammar import compile_program
 from faidecs.lab.describe import describe_program, program_json
@@ -87,14 +88,6 @@ def _reject_record(line: int, raw: str | bytes | LongLine, err: EventError) -> d
     return record
 
 
-def _format_text(d: Delivery) -> str:
-    parts = [f"{d.subscription} (conjunction {d.conjunction}):"]
-    for slot, event in zip(d.signature, d.relation):
-        attrs = ", ".join(f"{k}={v!r}" for k, v in event.attrs.items())
-        parts.append(f"    {str(slot):<20} {event.id}  {attrs}")
-    return "\n".join(parts)
-
-
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -139,9 +132,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         # Created even when nothing is rejected: a stale file from an earlier run must not remain.
         rejects = stack.enter_context(_open_out(rejects_path)) if rejects_path else None
 
+        text_format = TextFormat(engine.subscriptions)
+
         def emit(d: Delivery) -> None:
             if args.format == "text":
-                out.write(_format_text(d) + "\n")
+                out.write(text_format.format(d) + "\n")
             else:
                 out.write(json.dumps(d.to_json(with_events=args.with_events), ensure_ascii=False) + "\n")
 

@@ -529,14 +529,33 @@ def test_format_text(examples: Path, capsys: pytest.CaptureFixture[str]) -> None
     )
     assert rc == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:3] == [
-        "Jump (conjunction 0):",
+    # Each delivery says what it answers (the conjunction's condition) and, for a type with several
+    # instances, which is the newest: the demo's four deliveries explain themselves (issue 23).
+    assert lines[:4] == [
+        "Jump (conjunction 0): StockQuote[0].symbol = StockQuote[1].symbol"
+        " and StockQuote[0].value > StockQuote[1].value * 1.05",
+        "  matching MR: StockQuote[0] is the newest StockQuote of the relation, StockQuote[1] the older one",
         "    StockQuote[0]        q3  symbol='ACME', value=10.5, time=120",
         "    StockQuote[1]        q0  symbol='ACME', value=9.8, time=90",
     ]
-    assert lines[3] == "RisingAfterEarnings (conjunction 0):"
-    assert lines[4] == "    EarningsReport[0]    er1  symbol='ACME', eps=1.32, time=100"
+    assert lines[4].startswith("RisingAfterEarnings (conjunction 0): EarningsReport[0].symbol = StockQuote[0].symbol")
+    assert lines[5] == (
+        "  matching FR: StockQuote[0] is the oldest StockQuote of the relation, StockQuote[1] the next newer"
+    )
+    assert lines[6] == "    EarningsReport[0]    er1  symbol='ACME', eps=1.32, time=100"
     assert sum(1 for line in lines if not line.startswith(" ")) == 4
+
+
+def test_format_text_of_one_instance_per_type(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No order line when each type has one instance; the second conjunction is named by its index."""
+    prog = write(tmp_path / "p.fdc", "type A(v: int)\ntype B(v: int)\nsubscription S: A.v > 5 or A.v = B.v\n")
+    evs = write(tmp_path / "e.jsonl", jsonl([ev("a1", "A", v=1), ev("b1", "B", v=1)]))
+    assert main(["run", "--program", prog, "--events", evs, "--format", "text"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "S (conjunction 1): A[0].v = B[0].v",
+        "    A[0]                 a1  v=1",
+        "    B[0]                 b1  v=1",
+    ]
 
 
 def test_disjunction_conjunction_index_in_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
