@@ -12,7 +12,18 @@ from pathlib import Path
 from typing import Any
 
 
+def need_overlay_extra() -> None:
+    """Fail before anything starts when the overlay extra is missing: ``overlay up`` would start
+    ZooKeeper and children that die one by one. ``faidecs.cli.main`` turns the
+    ModuleNotFoundError into one line naming ``pip install 'faidecs[overlay]'``."""
+    import importlib
+
+    for package in ("zmq", "kazoo"):  # ZeroMQ first: every process needs it, keys too
+        importlib.import_module(package)
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
+    need_overlay_extra()
     from faidecs.net.certificates import create_keys
     from faidecs.overlay.runtime.deployment import load_deployment
 
@@ -29,6 +40,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 
 def cmd_node(args: argparse.Namespace) -> int:
+    need_overlay_extra()
     from faidecs.overlay.runtime.deployment import load_deployment
     from faidecs.overlay.runtime.nodes import open_node
 
@@ -92,6 +104,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     """Start the deployment and stay in the foreground (ZooKeeper, when started here, lives as
     long as this command) until every process has stopped (``overlay down`` from another shell)
     or Ctrl-C, which stops them all."""
+    need_overlay_extra()
     from faidecs.overlay.runtime.launcher import LocalDeployment
 
     run = LocalDeployment(Path(args.deployment), Path(args.run_dir), zookeeper=args.zookeeper)
@@ -167,4 +180,4 @@ def add_commands(osub: Any) -> None:
     node.set_defaults(func=cmd_node)
 
 
-__all__ = ["add_commands", "status_table"]
+__all__ = ["add_commands", "need_overlay_extra", "status_table"]

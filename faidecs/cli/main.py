@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import IO
 
+from faidecs.cli.extras import missing_extra_message
 from faidecs.cli.inputs import CliError, read_text
 from faidecs.cli.text_format import TextFormat
 from faidecs.errors import EventError, FaidecsError, ProgramError
@@ -335,10 +336,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command(args: argparse.Namespace) -> str:
+    """``overlay keys``: the words of the command ``args`` runs."""
+    words = [args.command]
+    for key in ("overlay_command", "spark_command", "verb"):
+        if getattr(args, key, None):
+            words.append(getattr(args, key))
+    return " ".join(words)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except ModuleNotFoundError as exc:
+        # A command that needs an optional extra (pyzmq for the overlay's processes, PySpark):
+        # one line naming the extra, not a traceback. Any other missing module is a bug: raise it.
+        message = missing_extra_message(exc, _command(args))
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 2
     except ProgramError as err:
         print(err.format(), file=sys.stderr)
         return 1
