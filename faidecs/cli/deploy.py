@@ -72,11 +72,13 @@ def cmd_node(args: argparse.Namespace) -> int:
 
 
 def status_table(statuses: dict[str, dict[str, Any]], previous: dict[str, dict[str, Any]] | None = None) -> str:
-    """Per merger replica: role, leader, epoch, state, log and commit positions, buffered inputs,
-    commits per second since ``previous``; per client: deliveries or publications."""
+    """Per merger replica: role, leader, epoch, state, the events its committed stream holds and
+    how many it committed per second since ``previous``, the commit position (which also counts
+    the marks, upmarks and heartbeats a merger logs: a heartbeat every 50 ms of quiet, so it grows
+    while nothing is published), buffered inputs; per client: deliveries or publications."""
     lines = [
         f"{'process':<10} {'merger':<24} {'leader':<8} {'epoch':>5} {'state':<10} "
-        f"{'commit':>8} {'rate/s':>8} {'buffered':>8}"
+        f"{'events':>8} {'events/s':>8} {'position':>8} {'buffered':>8}"
     ]
     for name in sorted(statuses):
         s = statuses[name]
@@ -84,10 +86,11 @@ def status_table(statuses: dict[str, dict[str, Any]], previous: dict[str, dict[s
         elapsed = s["time"] - before["time"] if before else 0.0
         for m in s.get("mergers", []):
             old = next((x for x in before.get("mergers", []) if x["role"] == m["role"]), None) if before else None
-            rate = (m["commit"] - old["commit"]) / elapsed if old and elapsed > 0 else 0.0
+            events = m["events_committed"]
+            rate = (events - old["events_committed"]) / elapsed if old and elapsed > 0 else 0.0
             lines.append(
                 f"{name:<10} {m['role']:<24} {m['leader'] or '-':<8} {m['epoch']:>5} {m['status']:<10} "
-                f"{m['commit']:>8} {rate:>8.0f} {m['buffered']:>8}"
+                f"{events:>8} {rate:>8.0f} {m['commit']:>8} {m['buffered']:>8}"
             )
         if "delivered" in s:
             lines.append(
