@@ -12,7 +12,18 @@ from pathlib import Path
 from typing import Any
 
 
+def need_overlay_extra() -> None:
+    """Fail before anything starts when the overlay extra is missing: ``overlay up`` would start
+    ZooKeeper and children that die one by one. ``faidecs.cli.main`` turns the
+    ModuleNotFoundError into one line naming ``pip install 'faidecs[overlay]'``."""
+    import importlib
+
+    for package in ("zmq", "kazoo"):  # ZeroMQ first: every process needs it, keys too
+        importlib.import_module(package)
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
+    need_overlay_extra()
     from faidecs.net.certificates import create_keys
     from faidecs.overlay.runtime.deployment import load_deployment
 
@@ -29,6 +40,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 
 def cmd_node(args: argparse.Namespace) -> int:
+    need_overlay_extra()
     from faidecs.overlay.runtime.deployment import load_deployment
     from faidecs.overlay.runtime.nodes import open_node
 
@@ -60,11 +72,13 @@ def cmd_node(args: argparse.Namespace) -> int:
 
 
 def status_table(statuses: dict[str, dict[str, Any]], previous: dict[str, dict[str, Any]] | None = None) -> str:
-    """Per merger replica: role, leader, epoch, state, log and commit positions, buffered inputs,
-    commits per second since ``previous``; per client: deliveries or publications."""
+    """Per merger replica: role, leader, epoch, state, the events its committed stream holds and
+    how many it committed per second since ``previous``, the commit position (which also counts
+    the marks, upmarks and heartbeats a merger logs: a heartbeat every 50 ms of quiet, so it grows
+    while nothing is published), buffered inputs; per client: deliveries or publications."""
     lines = [
         f"{'process':<10} {'merger':<24} {'leader':<8} {'epoch':>5} {'state':<10} "
-        f"{'commit':>8} {'rate/s':>8} {'buffered':>8}"
+        f"{'events':>8} {'events/s':>8} {'position':>8} {'buffered':>8}"
     ]
     for name in sorted(statuses):
         s = statuses[name]
@@ -72,10 +86,11 @@ def status_table(statuses: dict[str, dict[str, Any]], previous: dict[str, dict[s
         elapsed = s["time"] - before["time"] if before else 0.0
         for m in s.get("mergers", []):
             old = next((x for x in before.get("mergers", []) if x["role"] == m["role"]), None) if before else None
-            rate = (m["commit"] - old["commit"]) / elapsed if old and elapsed > 0 else 0.0
+            events = m["events_committed"]
+            rate = (events - old["events_committed"]) / elapsed if old and elapsed > 0 else 0.0
             lines.append(
                 f"{name:<10} {m['role']:<24} {m['leader'] or '-':<8} {m['epoch']:>5} {m['status']:<10} "
-                f"{m['commit']:>8} {rate:>8.0f} {m['buffered']:>8}"
+                f"{events:>8} {rate:>8.0f} {m['commit']:>8} {m['buffered']:>8}"
             )
         if "delivered" in s:
             lines.append(
@@ -92,6 +107,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     """Start the deployment and stay in the foreground (ZooKeeper, when started here, lives as
     long as this command) until every process has stopped (``overlay down`` from another shell)
     or Ctrl-C, which stops them all."""
+    need_overlay_extra()
     from faidecs.overlay.runtime.launcher import LocalDeployment
 
     run = LocalDeployment(Path(args.deployment), Path(args.run_dir), zookeeper=args.zookeeper)
@@ -167,4 +183,4 @@ def add_commands(osub: Any) -> None:
     node.set_defaults(func=cmd_node)
 
 
-__all__ = ["add_commands", "status_table"]
+__all__ = ["add_commands", "need_overlay_extra", "status_table"]

@@ -10,7 +10,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import IO
 
+from faidecs.cli.extras import missing_extra_message
 from faidecs.cli.inputs import CliError, read_text
+from faidecs.cli.text_format import TextFormat
 from faidecs.errors import EventError, FaidecsError, ProgramError
 from faidecs.grammar import compile_program
 from faidecs.lab.describe import describe_program, program_json
@@ -87,14 +89,6 @@ def _reject_record(line: int, raw: str | bytes | LongLine, err: EventError) -> d
     return record
 
 
-def _format_text(d: Delivery) -> str:
-    parts = [f"{d.subscription} (conjunction {d.conjunction}):"]
-    for slot, event in zip(d.signature, d.relation):
-        attrs = ", ".join(f"{k}={v!r}" for k, v in event.attrs.items())
-        parts.append(f"    {str(slot):<20} {event.id}  {attrs}")
-    return "\n".join(parts)
-
-
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -139,9 +133,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         # Created even when nothing is rejected: a stale file from an earlier run must not remain.
         rejects = stack.enter_context(_open_out(rejects_path)) if rejects_path else None
 
+        text_format = TextFormat(engine.subscriptions)
+
         def emit(d: Delivery) -> None:
             if args.format == "text":
-                out.write(_format_text(d) + "\n")
+                out.write(text_format.format(d) + "\n")
             else:
                 out.write(json.dumps(d.to_json(with_events=args.with_events), ensure_ascii=False) + "\n")
 
@@ -223,14 +219,27 @@ def cmd_verify(args: argparse.Namespace) -> int:
     missing = log.incomplete()
     unfinished = None if missing is None else f"the run log is truncated ({missing})"
     report = check(log, unfinished=unfinished)
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    if args.all:
+        if args.json:
+            print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        else:
+            sys.stdout.write(report.table())
+        failed, undecided = report.violated(), list(report.undecided)
     else:
-        sys.stdout.write(report.table())
+        from faidecs.lab.promised import promised
+        from faidecs.properties.promises import Judged
+
+        judged = Judged(report, {name: frozenset(promised(sub)) for name, sub in log.subscriptions().items()})
+        if args.json:
+            print(json.dumps(judged.to_json(), indent=2, ensure_ascii=False))
+        else:
+            sys.stdout.write(judged.table())
+        failed, undecided = judged.failed(), judged.undecided()
     if unfinished is not None:
         where = ", ".join("<stdin>" if name == "-" else name for name in args.log)
         print(f"faidecs: {where}: {unfinished}: {len(report.undecided)} properties not judged", file=sys.stderr)
-    return 1 if report.violated() or report.undecided else 0
+    # A truncated log fails either way: what it lacks may hold a violation of a promise.
+    return 1 if failed or undecided or unfinished is not None else 0
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
@@ -288,13 +297,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=cmd_run)
 
-    verify = sub.add_parser("verify", help="check every property on a run log (exit 1 if one is violated)")
+    verify = sub.add_parser(
+        "verify", help="check a run log against what each process's options promise (exit 1 if one is broken)"
+    )
     verify.add_argument(
         "log",
         nargs="+",
         help="run log ('-' for stdin); several (one per process) are merged; a run folder of overlay up",
     )
     verify.add_argument("--json", action="store_true", help="print the results as JSON")
+    verify.add_argument(
+        "--all", action="store_true", help="judge every property, promised or not (exit 1 on any violation)"
+    )
     verify.set_defaults(func=cmd_verify)
 
     lab = sub.add_parser("lab", help="search counterexamples for every semantic option and property")
@@ -322,10 +336,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command(args: argparse.Namespace) -> str:
+    """``overlay keys``: the words of the command ``args`` runs."""
+    words = [args.command]
+    for key in ("overlay_command", "spark_command", "verb"):
+        if getattr(args, key, None):
+            words.append(getattr(args, key))
+    return " ".join(words)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except ModuleNotFoundError as exc:
+        # A command that needs an optional extra (pyzmq for the overlay's processes, PySpark):
+        # one line naming the extra, not a traceback. Any other missing module is a bug: raise it.
+        message = missing_extra_message(exc, _command(args))
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 2
     except ProgramError as err:
         print(err.format(), file=sys.stderr)
         return 1

@@ -171,11 +171,24 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_topology(args: argparse.Namespace) -> int:
     from faidecs.overlay.sim.topology import Topology
 
-    program = compile_program(read_text(args.program), args.program)
-    servers = [f"m{k}" for k in range(1, args.servers + 1)]
-    if args.replicas > len(servers):
-        raise SpecError(f"--replicas {args.replicas} needs at least as many --servers (got {len(servers)})")
-    topology = Topology.of(program.types, _subscribers(program), servers, args.replicas)
+    if (args.program is None) == (args.deployment is None):
+        raise SpecError("give --program or --deployment (one of them)")
+    if args.deployment is not None:
+        # The deployment's own servers, replicas and subscriber processes, placed as `overlay up` places them.
+        from pathlib import Path
+
+        from faidecs.overlay.runtime.deployment import load_deployment
+
+        deployment = load_deployment(Path(args.deployment))
+        program = deployment.compiled
+        subscribers = {name: deployment.subscription(name) for name in deployment.subscribers}
+        topology = Topology.of(program.types, subscribers, sorted(deployment.servers), deployment.replicas)
+    else:
+        program = compile_program(read_text(args.program), args.program)
+        servers = [f"m{k}" for k in range(1, args.servers + 1)]
+        if args.replicas > len(servers):
+            raise SpecError(f"--replicas {args.replicas} needs at least as many --servers (got {len(servers)})")
+        topology = Topology.of(program.types, _subscribers(program), servers, args.replicas)
     if args.dot:
         sys.stdout.write(topology.to_dot())
     else:
@@ -228,9 +241,10 @@ def add_parser(sub: Any) -> None:
     sim.set_defaults(func=cmd_simulate)
 
     topo = osub.add_parser("topology", help="print the mergers of a program and where they run")
-    topo.add_argument("--program", required=True, help="program file")
-    topo.add_argument("--servers", type=_count, default=4, help="server processes (default 4)")
-    topo.add_argument("--replicas", type=_count, default=3, help="replicas per merger (default 3)")
+    topo.add_argument("--program", help="program file")
+    topo.add_argument("--deployment", help="instead of --program: a deployment file, with its servers and replicas")
+    topo.add_argument("--servers", type=_count, default=4, help="with --program: server processes (default 4)")
+    topo.add_argument("--replicas", type=_count, default=3, help="with --program: replicas per merger (default 3)")
     topo.add_argument("--dot", action="store_true", help="print Graphviz text instead")
     topo.add_argument("--png", help="also draw the graph to this file (needs matplotlib)")
     topo.set_defaults(func=cmd_topology)

@@ -8,19 +8,13 @@ import time
 from typing import Any
 
 from faidecs.cli.inputs import read_text
-from faidecs.errors import FaidecsError
 from faidecs.matching.records import MATCHERS
 
 
-class SparkMissing(FaidecsError):
-    """PySpark is not installed."""
-
-
 def _need_spark() -> None:
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        raise SparkMissing("the Spark pipeline needs pyspark: pip install 'faidecs[spark]' (and Java 17)") from None
+    """Fail before the program is read when PySpark is missing: ``faidecs.cli.main`` turns the
+    ModuleNotFoundError into one line naming ``pip install 'faidecs[spark]'`` (and Java 17)."""
+    import pyspark  # noqa: F401
 
 
 def _program_and_session(args: argparse.Namespace) -> tuple[str, Any]:

@@ -69,7 +69,7 @@ def test_lab_cli_json_and_counterexample_logs(tmp_path, capsys: pytest.CaptureFi
             slug = prop.lower().replace("'", "-prime").replace(" ", "-")
             log = tmp_path / name / f"{slug}.jsonl"
             # Each written counterexample is a runnable run log that shows its violation.
-            assert main(["verify", str(log), "--json"]) == 1
+            assert main(["verify", "--all", str(log), "--json"]) == 1
             report = json.loads(capsys.readouterr().out)
             assert report[prop]["holds"] is False
 

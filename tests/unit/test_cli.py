@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from faidecs.cli.main import main
+from faidecs.matching.guarantees import COMBINATIONS, PROPERTIES
 
 
 def write(path: Path, text: str) -> str:
@@ -170,6 +171,9 @@ def test_run_stock_example(examples: Path, capsys: pytest.CaptureFixture[str]) -
     }
 
 
+LAB = "the lab, not in the paper's table"
+
+
 def test_check_stock_example(examples: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(examples / "stock.fdc")]) == 0
     out = capsys.readouterr().out
@@ -183,15 +187,43 @@ def test_check_stock_example(examples: Path, capsys: pytest.CaptureFixture[str])
     assert "    binary: StockQuote[0].value < StockQuote[1].value" in lines
     assert "    binary: StockQuote[2].time - EarningsReport[0].time <= 300" in lines
     assert "    binary: StockQuote[0].value > StockQuote[1].value * 1.05" in lines
-    assert "  loses: none" in lines
     keeps = [line for line in lines if line.startswith("  keeps: ")]
-    assert len(keeps) == 2 and "Event Validity" in keeps[0] and "Event Validity" not in keeps[1]
+    assert len(keeps) == 2 and "Type FIFO Order" in keeps[0] and "Type FIFO Order" not in keeps[1]
     loses = [line for line in lines if line.startswith("  loses: ")]
-    assert loses[1] == (
+    assert loses == [
+        f"  loses: Event Validity ({LAB}); Covering Agreement ({LAB})",
         "  loses: Event Validity (Thm. 1); Covering Agreement (Thm. 2); Type Total Order (Thm. 6); "
-        "Type FIFO Order (Thm. 3, 6); Type Causal Order (Thm. 4, 6)"
-    )
+        f"Conjunction Total Order ({LAB}); Type FIFO Order (Thm. 3, 6); Type Causal Order (Thm. 4, 6)",
+    ]
+    # Jump (MR, I): the lab's counterexample wins over the paper's table, so Conjunction Total
+    # Order is lost, never "kept" and "violated" at once.
+    assert "Conjunction Total Order" not in keeps[1]
     assert "conjunction 0: " in out
+
+
+@pytest.mark.parametrize("covering", ["", ", covering staged"])
+@pytest.mark.parametrize("combination", [c.name for c in COMBINATIONS])
+def test_check_never_says_kept_and_lost_of_one_property(
+    combination: str, covering: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23: `faidecs check` listed Conjunction Total Order under "keeps" for MR+I and then
+    "the lab finds violated: Conjunction Total Order". Both lists now come from the lab's table,
+    the one `faidecs verify` and `faidecs overlay simulate` judge."""
+    matching, disposal = combination.split("+")
+    prog = write(
+        tmp_path / "p.fdc", f"type T(a: int)\nsubscription S (matching {matching}, disposal {disposal}{covering}): T\n"
+    )
+    assert main(["check", prog]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (keeps,) = [line.removeprefix("  keeps: ") for line in lines if line.startswith("  keeps: ")]
+    (loses,) = [line.removeprefix("  loses: ") for line in lines if line.startswith("  loses: ")]
+    kept = set(keeps.split(", "))
+    lost = {item.split(" (")[0] for item in loses.split("; ")} - {"none"}
+    assert kept.isdisjoint(lost)
+    assert kept | lost == set(PROPERTIES)
+    assert main(["check", "--json", prog]) == 0
+    (sub,) = json.loads(capsys.readouterr().out)["subscriptions"]
+    assert set(sub["keeps"]).isdisjoint(sub["loses"]) and set(sub["keeps"]) == kept
 
 
 def test_check_prints_unary_predicates_and_evaluation_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -210,7 +242,7 @@ def test_check_prints_unary_predicates_and_evaluation_order(tmp_path: Path, caps
     assert "    unary  T2[0]: T2[0].a = 1" in lines
     assert "  conjunction 2: T1[0]" in lines
     assert "  evaluation order: 0, 2, 1" in lines
-    assert any(line.startswith("  loses: Event Validity (Thm. 5, 7)") for line in lines)
+    assert any(line.startswith("  loses: Conjunction Validity (Thm. 5); Event Validity (Thm. 5, 7)") for line in lines)
 
 
 def test_check_json(examples: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -230,9 +262,11 @@ def test_check_json(examples: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert len(conj["binary"]) == 7
     assert conj["canonical"].startswith("[EarningsReport[0], StockQuote[0], StockQuote[1], StockQuote[2]] ")
     assert rising["evaluation_order"] == [0]
-    assert rising["loses"] == {} and "Type FIFO Order" in rising["keeps"]
-    assert jump["loses"]["Type FIFO Order"] == [3, 6]
-    assert "Type FIFO Order" not in jump["keeps"]
+    assert rising["paper_loses"] == {} and "Type FIFO Order" in rising["keeps"]
+    assert rising["loses"] == {"Event Validity": [], "Covering Agreement": []}
+    assert jump["loses"]["Type FIFO Order"] == [3, 6] and jump["loses"]["Conjunction Total Order"] == []
+    assert "Type FIFO Order" not in jump["keeps"] and "Conjunction Total Order" not in jump["keeps"]
+    assert jump["paper_loses"]["Type FIFO Order"] == [3, 6]
 
 
 def test_check_json_unary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -495,14 +529,33 @@ def test_format_text(examples: Path, capsys: pytest.CaptureFixture[str]) -> None
     )
     assert rc == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:3] == [
-        "Jump (conjunction 0):",
+    # Each delivery says what it answers (the conjunction's condition) and, for a type with several
+    # instances, which is the newest: the demo's four deliveries explain themselves (issue 23).
+    assert lines[:4] == [
+        "Jump (conjunction 0): StockQuote[0].symbol = StockQuote[1].symbol"
+        " and StockQuote[0].value > StockQuote[1].value * 1.05",
+        "  matching MR: StockQuote[0] is the newest StockQuote of the relation, StockQuote[1] the older one",
         "    StockQuote[0]        q3  symbol='ACME', value=10.5, time=120",
         "    StockQuote[1]        q0  symbol='ACME', value=9.8, time=90",
     ]
-    assert lines[3] == "RisingAfterEarnings (conjunction 0):"
-    assert lines[4] == "    EarningsReport[0]    er1  symbol='ACME', eps=1.32, time=100"
+    assert lines[4].startswith("RisingAfterEarnings (conjunction 0): EarningsReport[0].symbol = StockQuote[0].symbol")
+    assert lines[5] == (
+        "  matching FR: StockQuote[0] is the oldest StockQuote of the relation, StockQuote[1] the next newer"
+    )
+    assert lines[6] == "    EarningsReport[0]    er1  symbol='ACME', eps=1.32, time=100"
     assert sum(1 for line in lines if not line.startswith(" ")) == 4
+
+
+def test_format_text_of_one_instance_per_type(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No order line when each type has one instance; the second conjunction is named by its index."""
+    prog = write(tmp_path / "p.fdc", "type A(v: int)\ntype B(v: int)\nsubscription S: A.v > 5 or A.v = B.v\n")
+    evs = write(tmp_path / "e.jsonl", jsonl([ev("a1", "A", v=1), ev("b1", "B", v=1)]))
+    assert main(["run", "--program", prog, "--events", evs, "--format", "text"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "S (conjunction 1): A[0].v = B[0].v",
+        "    A[0]                 a1  v=1",
+        "    B[0]                 b1  v=1",
+    ]
 
 
 def test_disjunction_conjunction_index_in_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

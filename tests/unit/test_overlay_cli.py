@@ -5,6 +5,7 @@ Graphviz and PNG."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ import pytest
 from faidecs.cli.main import main
 from faidecs.overlay.core.placement import place
 from faidecs.runs.runlog import RunLog
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 PROGRAM = """\
 type A(x: int)
@@ -137,7 +140,36 @@ def test_simulate_pause_partition_and_joiners(tmp_path: Path, capsys: pytest.Cap
     assert report["faults"] == ["pause m1 at 20 ms for 400 ms", "partition m2, m3 at 50 ms for 100 ms"]
     assert report["joined"]["S1_joiner1"]["peer"] == "S1"
     assert report["joined"]["S2_joiner2"]["peer"] is None
+    # The times the command line gave, in its unit and from its origin (issue 23).
+    assert report["joined"]["S1_joiner1"]["at_ms"] == 100
+    assert report["joined"]["S2_joiner2"]["at_ms"] == 150
     assert set(report["topology"]) >= {"⊔[A,B]", "⊔[A,C]", "⊔[A,B,C]"}
+
+
+def test_simulate_reports_every_time_in_the_command_lines_ms(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's `overlay simulate … --crash m1@120 --join Desk1@150` reported the joiner "at time
+    9" (a run log's record clock) and "publications from 353 ms" (from the start of the run), while
+    the crash and the join count from when the subscribers had started. Every time is now in ms on
+    that clock, and the crash and the join fall while the publications are sent."""
+    args = ["overlay", "simulate", "--program", str(EXAMPLES / "overlay.fdc"), "--seed", "7"]
+    args += ["--crash", "m1@120", "--join", "Desk1@150", "--leave", "Desk2@300"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    first, last, end = map(
+        int,
+        re.fullmatch(r"seed 7: 4 servers; publications sent from (\d+) to (\d+) ms, end (\d+) ms", lines[0]).groups(),
+    )  # type: ignore[union-attr]
+    assert first < 120 < 150 < 300 < last < end
+    assert "crash m1 at 120 ms" in out
+    assert "joined: Desk1_joiner1 at 150 ms (from Desk1)" in lines
+    assert "left: Desk2 at 300 ms" in lines
+    assert main([*args, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["publications_sent_ms"] == [first, last] and report["end_ms"] == end
+    assert report["joined"]["Desk1_joiner1"]["at_ms"] == 150
+    assert report["left"]["Desk2"]["at_ms"] == 300
+    assert report["time_origin_ms"] > 0  # when the subscribers had started, into the run
 
 
 def test_simulate_with_an_events_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

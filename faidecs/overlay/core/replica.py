@@ -684,6 +684,7 @@ class MergerReplica:
         log = self.log
         if commit <= log.commit:
             return
+        log.events_committed += sum(d.kind == "event" for d in log.decisions[log.commit + 1 : commit + 1])
         log.commit = commit
         while len(log.committed_at) <= commit:
             log.committed_at.append(now)

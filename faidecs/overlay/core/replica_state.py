@@ -47,6 +47,9 @@ class ReplicatedLog:
     last_ts: int = 0  # the highest timestamp decided: a new decision's is never below it
     last_decided_at: int = 0  # when this replica, leading, last decided (heartbeats)
     commit: int = -1
+    #: committed positions that hold an event: the commit position also counts the marks, upmarks
+    #: and heartbeats a merger logs (a heartbeat every heartbeat_every ms of quiet)
+    events_committed: int = 0
     committed_at: list[int] = field(default_factory=list)  # when each position became committed here
     commit_sent: int = -1  # leader: the commit index its last Commit told the followers
     announced: int = 0  # leader: decisions before it were sent to the peers (a Decide or the NewLog)

@@ -214,6 +214,7 @@ class ServerNode(Node):
                 "status": r.log.status,
                 "log": len(r.log.decisions),
                 "commit": r.log.commit,
+                "events_committed": r.log.events_committed,
                 "buffered": r.buffered(),
                 "stale_rejected": r.log.stale_rejected,
                 "late_inputs": r.inputs.late_inputs,

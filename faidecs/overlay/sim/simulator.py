@@ -69,6 +69,7 @@ class SimResult:
     published_at: dict[str, int] = field(default_factory=dict)  # event id -> when its publisher sent it
     joined_at: dict[str, int] = field(default_factory=dict)  # joiner -> when it asked to join (virtual ms)
     first_delivery_at: dict[str, int] = field(default_factory=dict)  # process -> its first delivery (virtual ms)
+    left_at: dict[str, int] = field(default_factory=dict)  # leaver -> when it left (virtual ms)
     #: every publication its publisher sent, in send order (the run log has those ordered)
     sent: list[dict[str, Any]] = field(default_factory=list)
     #: input_path: (server, root role, publisher) -> the latch receiver's counters
@@ -193,6 +194,7 @@ class Simulation:
         self.published_at: dict[str, int] = {}
         self.late: set[str] = set()  # joiners: their start goes into the run log
         self.joined_at: dict[str, int] = {}
+        self.left_at: dict[str, int] = {}
         self.first_delivery_at: dict[str, int] = {}
         self.sent: list[dict[str, Any]] = []
         self.flush_due: set[str] = set()  # batch_ms: servers with a flush on the queue
@@ -411,6 +413,7 @@ class Simulation:
                     self._send(payload, self.clients[payload].leave())
                     self.state[payload] = "left"
                     self.recorder.left(payload)
+                    self.left_at[payload] = self.now
             elif kind == "latch":
                 self._poll_latch(payload)
             elif kind == "flush":
@@ -784,6 +787,7 @@ class Simulation:
             self.first_delivery_at,
         )
         result.sent = self.sent
+        result.left_at = self.left_at
         result.latch = {(s, r, p): st for s, stage in self.stages.items() for (r, p), st in stage.stats().items()}
         result.lost_on_path = self.lost_on_path
         result.batches = self.batches
