@@ -302,7 +302,7 @@ class LiveView:
         for process, proc in sorted(self.processes.items()):
             if proc.error is not None:
                 problems.append(proc.error + ("; showing its last status" if proc.status is not None else ""))
-            if process not in known and proc.status is not None:
+            if deployment is not None and process not in known and proc.status is not None:
                 problems.append(f"{process}: has a status file but is not in the deployment")
         return {
             "format": "faidecs.liveview/1",
