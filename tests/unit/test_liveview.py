@@ -205,7 +205,8 @@ def test_a_file_caught_half_written_keeps_the_last_status(tmp_path: Path) -> Non
     ("status", "why"),
     [
         ([1, 2], "not a JSON object"),
-        ({"delivered": 3}, "no numeric 'time'"),
+        ({"delivered": 3}, "no finite numeric 'time'"),
+        ({"time": float("nan")}, "no finite numeric 'time'"),
         ({"time": 1.0, "mergers": {}}, "'mergers' is not a list"),
         ({"time": 1.0, "mergers": [{"commit": 1}]}, "mergers[0] has no 'role'"),
         ({"time": 1.0, "mergers": [{"role": "[A]", "commit": "9", "epoch": 1}]}, "must be integers"),
@@ -280,6 +281,17 @@ def test_the_server_serves_the_page_and_the_state(tmp_path: Path) -> None:
         with pytest.raises(urllib.error.HTTPError) as missing:
             urllib.request.urlopen(server.url + "nothing")
         assert missing.value.code == 404
+
+        def broken() -> dict[str, Any]:
+            raise RuntimeError("a disk error")
+
+        server.view.sample = broken  # type: ignore[method-assign]
+        server._sample()
+        with urllib.request.urlopen(server.url + "state") as answer:
+            state = json.loads(answer.read())
+        assert state["problems"] == ["reading the run folder failed: RuntimeError: a disk error"]
+        with urllib.request.urlopen(server.url) as answer:
+            assert answer.status == 200  # still serving
     finally:
         server.stop()
 

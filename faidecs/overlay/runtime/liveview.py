@@ -14,6 +14,7 @@ is not a status, a dead process each become a problem or a process state the pag
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -60,7 +61,10 @@ class _Process:
 
 
 def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A finite number (JSON as Python reads it allows NaN and Infinity; the page's JSON does not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def _int(value: Any) -> int | None:
@@ -72,7 +76,7 @@ def check_status(obj: Any) -> str | None:
     if not isinstance(obj, dict):
         return "not a JSON object"
     if _num(obj.get("time")) is None:
-        return "no numeric 'time'"
+        return "no finite numeric 'time'"
     mergers = obj.get("mergers", [])
     if not isinstance(mergers, list):
         return "'mergers' is not a list"
@@ -340,9 +344,9 @@ class LiveView:
                     "hosted": m is not None,  # its status names a replica of this role
                     "leader": m["leader"] if m else None,
                     "epoch": m["epoch"] if m else None,
-                    "status": m.get("status") if m else None,
+                    "status": m.get("status") if m and isinstance(m.get("status"), str) else None,
                     "commit": m["commit"] if m else None,
-                    "buffered": m.get("buffered") if m else None,
+                    "buffered": _int(m.get("buffered")) if m else None,
                     "rate": self._live_rate(process, f"commit {name}", state),
                     **state,
                 }

@@ -77,6 +77,7 @@ class LiveViewServer:
     def _sample(self) -> None:
         try:
             state: dict[str, Any] = self.view.sample()
+            data = json.dumps(state, ensure_ascii=False, allow_nan=False).encode()  # the page's JSON.parse refuses NaN
         except Exception as exc:  # whatever a run folder holds, the page says so and goes on
             log.exception("live view: sampling %s failed", self.view.run_dir)
             state = {
@@ -89,7 +90,7 @@ class LiveViewServer:
                 "subscribers": [],
                 "publishers": [],
             }
-        data = json.dumps(state, ensure_ascii=False).encode()
+            data = json.dumps(state, ensure_ascii=False).encode()
         with self._lock:
             self._state = data
 
