@@ -2,14 +2,15 @@
 serves its run folder, and headless Chromium (Debian's `chromium`, installed by scripts/services)
 loads the page twice while events flow. Each load's DOM must draw every merger role with every
 replica, one leader per role and each subscriber's deliveries, and must have redrawn itself
-(polled the state) more than once; the second load must show larger commit and publication
-counts than the first; the screenshot must be a rendering of the page's size with the graph's
-colours in it."""
+(polled the state) more than once; the second load, after a subscriber was killed, must show
+larger commit and publication counts than the first and that subscriber dead; the screenshot
+must be a rendering of the page's size with the graph's colours in it."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -28,9 +29,9 @@ from faidecs.overlay.runtime.launcher import LocalDeployment
 
 pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
-WIDTH, HEIGHT = 1100, 700
-#: Fills the page gives a leader's row, a subscriber and a root merger's box (liveview.html).
-LEADER, SUBSCRIBER, ROOT = (0xD9, 0xF2, 0xDC), (0xE8, 0xF0, 0xFF), (0xEE, 0xF1, 0xF6)
+WIDTH, HEIGHT = 1200, 700  # the graph of this deployment fits
+#: Fills the page gives a leader's row, a subscriber, a root merger's box and a dead process (liveview.html).
+LEADER, SUBSCRIBER, ROOT, DEAD = (0xD9, 0xF2, 0xDC), (0xE8, 0xF0, 0xFF), (0xEE, 0xF1, 0xF6), (0xF7, 0xC6, 0xC6)
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +142,7 @@ def commits(drawn: Drawn) -> int:
     return sum(int(r["data-commit"]) for r in drawn.items["replica"])
 
 
-def check_graph(drawn: Drawn, run: LocalDeployment) -> None:
+def check_graph(drawn: Drawn, run: LocalDeployment, dead: str | None = None) -> None:
     d = run.deployment
     placement = {role_name(r): [*d.placement(r)] for r in d.roles}
     assert sorted(r["data-role"] for r in drawn.items["role"]) == sorted(placement)
@@ -154,7 +155,10 @@ def check_graph(drawn: Drawn, run: LocalDeployment) -> None:
         assert leaders == [box["data-leader"]], (role, leaders, box)
     subscribers = {s["data-name"]: s for s in drawn.items["subscriber"]}
     assert sorted(subscribers) == sorted(SUBSCRIBERS)
-    assert all(s["data-delivered"].isdigit() and s["data-state"] == "up" for s in subscribers.values())
+    assert all(s["data-delivered"].isdigit() for s in subscribers.values())
+    assert {n: s["data-state"] for n, s in subscribers.items()} == {
+        n: "dead" if n == dead else "up" for n in SUBSCRIBERS
+    }
     assert int(drawn.body["data-updates"]) >= 2, "the page did not redraw itself from a later state"
 
 
@@ -188,21 +192,23 @@ def test_the_live_view_draws_the_running_overlay(tmp_path: Path, zookeeper: str,
         first = load(chromium, url, tmp_path / "first.png")
         check_graph(first, run)
         published = int(first.items["publisher"][0]["data-published"])
+        run.signal("s3", signal.SIGKILL)  # the page must tell it dead
         wait_state(
             url,
             lambda s: (
                 s["publishers"][0]["published"] > published
                 and sum(x["commit"] or 0 for r in s["roles"] for x in r["replicas"]) > commits(first)
+                and next(c for c in s["subscribers"] if c["name"] == "s3")["state"] == "dead"
             ),
-            "more publications and commits than the first load showed",
+            "more publications and commits than the first load showed, and s3 dead",
         )
         second = load(chromium, url, tmp_path / "second.png")
-        check_graph(second, run)
+        check_graph(second, run, dead="s3")
         assert int(second.items["publisher"][0]["data-published"]) > published
         assert commits(second) > commits(first)
         width, height, colours = png_pixels(tmp_path / "second.png")
         assert (width, height) == (WIDTH, HEIGHT)
-        assert {LEADER, SUBSCRIBER, ROOT} <= colours, "the graph's fills are not in the screenshot"
+        assert {LEADER, SUBSCRIBER, ROOT, DEAD} <= colours, "the graph's fills are not in the screenshot"
         assert len(colours) > 20, f"{len(colours)} colours: not a rendering of the graph"
     finally:
         if dashboard is not None:
