@@ -142,6 +142,9 @@ def commits(drawn: Drawn) -> int:
     return sum(int(r["data-commit"]) for r in drawn.items["replica"])
 
 
+LIVE = ("up", "stale")
+
+
 def check_graph(drawn: Drawn, run: LocalDeployment, dead: str | None = None) -> None:
     d = run.deployment
     placement = {role_name(r): [*d.placement(r)] for r in d.roles}
@@ -149,16 +152,16 @@ def check_graph(drawn: Drawn, run: LocalDeployment, dead: str | None = None) -> 
     for role, replicas in placement.items():
         rows = [r for r in drawn.items["replica"] if r["data-role"] == role]
         assert [r["data-process"] for r in rows] == replicas, role
-        assert all(r["data-state"] == "up" and r["data-commit"].isdigit() for r in rows), rows
+        # Stale would be a process starved for 3 s on a loaded machine: drawn, but not what is tested here.
+        assert all(r["data-state"] in LIVE and r["data-commit"].isdigit() for r in rows), rows
         leaders = [r["data-process"] for r in rows if r["data-leader"] == "true"]
         box = next(r for r in drawn.items["role"] if r["data-role"] == role)
         assert leaders == [box["data-leader"]], (role, leaders, box)
     subscribers = {s["data-name"]: s for s in drawn.items["subscriber"]}
     assert sorted(subscribers) == sorted(SUBSCRIBERS)
     assert all(s["data-delivered"].isdigit() for s in subscribers.values())
-    assert {n: s["data-state"] for n, s in subscribers.items()} == {
-        n: "dead" if n == dead else "up" for n in SUBSCRIBERS
-    }
+    for name, s in subscribers.items():
+        assert s["data-state"] == "dead" if name == dead else s["data-state"] in LIVE, s
     assert int(drawn.body["data-updates"]) >= 2, "the page did not redraw itself from a later state"
 
 
