@@ -4,7 +4,8 @@ loads the page twice while events flow. Each load's DOM must draw every merger r
 replica, one leader per role and each subscriber's deliveries, and must have redrawn itself
 (polled the state) more than once; the second load, after a subscriber was killed, must show
 larger commit and publication counts than the first and that subscriber dead; the screenshot
-must be a rendering of the page's size with the graph's colours in it."""
+must be a rendering of the page's size with the graph's colours in it. Once the run is stopped,
+the view tells every process that stopped from the one killed."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from overlay_harness import SUBSCRIBERS, write_deployment
 
 from faidecs.merging.roles import role_name
 from faidecs.overlay.runtime.launcher import LocalDeployment
+from faidecs.overlay.runtime.liveview import LiveView
 
 pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
@@ -213,6 +215,12 @@ def test_the_live_view_draws_the_running_overlay(tmp_path: Path, zookeeper: str,
         assert (width, height) == (WIDTH, HEIGHT)
         assert {LEADER, SUBSCRIBER, ROOT, DEAD} <= colours, "the graph's fills are not in the screenshot"
         assert len(colours) > 20, f"{len(colours)} colours: not a rendering of the graph"
+        run.stop()
+        # Each process that stopped wrote a final status saying so; the one killed did not.
+        after = LiveView(tmp_path / "run").sample()
+        states = {x["process"]: x["state"] for r in after["roles"] for x in r["replicas"]}
+        states |= {c["name"]: c["state"] for c in after["subscribers"] + after["publishers"]}
+        assert states == {n: "dead" if n == "s3" else "stopped" for n in run.deployment.processes()}
     finally:
         if dashboard is not None:
             dashboard.terminate()
