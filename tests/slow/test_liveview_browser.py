@@ -3,7 +3,7 @@ serves its run folder, and headless Chromium (Debian's `chromium`, installed by 
 loads the page twice while events flow. Each load's DOM must draw every merger role with every
 replica, one leader per role and each subscriber's deliveries, and must have redrawn itself
 (polled the state) more than once; the second load, after a subscriber was killed, must show
-larger commit and publication counts than the first and that subscriber dead; the screenshot
+larger counts of committed events and publications than the first and that subscriber dead; the screenshot
 must be a rendering of the page's size with the graph's colours in it. Once the run is stopped,
 the view tells every process that stopped from the one killed."""
 
@@ -31,7 +31,7 @@ from faidecs.overlay.runtime.liveview import LiveView
 
 pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
-WIDTH, HEIGHT = 1200, 700  # the graph of this deployment fits
+WIDTH, HEIGHT = 1320, 700  # the graph of this deployment fits
 #: Fills the page gives a leader's row, a subscriber, a root merger's box and a dead process (liveview.html).
 LEADER, SUBSCRIBER, ROOT, DEAD = (0xD9, 0xF2, 0xDC), (0xE8, 0xF0, 0xFF), (0xEE, 0xF1, 0xF6), (0xF7, 0xC6, 0xC6)
 
@@ -140,8 +140,9 @@ def wait_state(url: str, ready: Any, what: str, timeout: float = 60) -> dict[str
     raise AssertionError(f"timed out waiting for {what}: {json.dumps(s)[:2000]}")
 
 
-def commits(drawn: Drawn) -> int:
-    return sum(int(r["data-commit"]) for r in drawn.items["replica"])
+def committed(drawn: Drawn) -> int:
+    """The committed events every replica shows."""
+    return sum(int(r["data-events"]) for r in drawn.items["replica"])
 
 
 LIVE = ("up", "stale")
@@ -155,7 +156,9 @@ def check_graph(drawn: Drawn, run: LocalDeployment, dead: str | None = None) -> 
         rows = [r for r in drawn.items["replica"] if r["data-role"] == role]
         assert [r["data-process"] for r in rows] == replicas, role
         # Stale would be a process starved for 3 s on a loaded machine: drawn, but not what is tested here.
-        assert all(r["data-state"] in LIVE and r["data-commit"].isdigit() for r in rows), rows
+        assert all(
+            r["data-state"] in LIVE and r["data-commit"].isdigit() and r["data-events"].isdigit() for r in rows
+        ), rows
         leaders = [r["data-process"] for r in rows if r["data-leader"] == "true"]
         box = next(r for r in drawn.items["role"] if r["data-role"] == role)
         assert leaders == [box["data-leader"]], (role, leaders, box)
@@ -202,15 +205,15 @@ def test_the_live_view_draws_the_running_overlay(tmp_path: Path, zookeeper: str,
             url,
             lambda s: (
                 s["publishers"][0]["published"] > published
-                and sum(x["commit"] or 0 for r in s["roles"] for x in r["replicas"]) > commits(first)
+                and sum(x["events"] or 0 for r in s["roles"] for x in r["replicas"]) > committed(first)
                 and next(c for c in s["subscribers"] if c["name"] == "s3")["state"] == "dead"
             ),
-            "more publications and commits than the first load showed, and s3 dead",
+            "more publications and committed events than the first load showed, and s3 dead",
         )
         second = load(chromium, url, tmp_path / "second.png")
         check_graph(second, run, dead="s3")
         assert int(second.items["publisher"][0]["data-published"]) > published
-        assert commits(second) > commits(first)
+        assert committed(second) > committed(first)
         width, height, colours = png_pixels(tmp_path / "second.png")
         assert (width, height) == (WIDTH, HEIGHT)
         assert {LEADER, SUBSCRIBER, ROOT, DEAD} <= colours, "the graph's fills are not in the screenshot"

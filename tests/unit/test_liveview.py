@@ -5,6 +5,9 @@ wrong, each shown as such rather than raised."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -78,7 +81,9 @@ class RunDir:
         return {role_name(r): list(self.deployment.placement(r)) for r in self.deployment.roles}
 
     def server(self, name: str, time: float, commit: int, *, epoch: int = 1, leaders: dict[str, str] | None = None,
-               **extra: Any) -> None:  # fmt: skip
+               events: bool = True, **extra: Any) -> None:  # fmt: skip
+        """Its replicas' status at commit position ``commit``, half of it events (``events``: with
+        the count of committed events, as a status file has it since that count came)."""
         mergers = [
             {
                 "role": role,
@@ -87,6 +92,7 @@ class RunDir:
                 "status": "normal",
                 "commit": commit,
                 "buffered": 0,
+                **({"events_committed": commit // 2} if events else {}),
             }
             for role, replicas in self.placement().items()
             if name in replicas
@@ -143,17 +149,30 @@ def test_rates_come_from_successive_status_files(tmp_path: Path) -> None:
     run.write("p1", {"time": 1002.0, "published": 300, "done": False})
     state = live.sample()
     for role in state["roles"]:
-        assert [x["rate"] for x in role["replicas"]] == [50.0, 50.0], role["role"]
-        assert [x["commit"] for x in role["replicas"]] == [110, 110]
+        assert [x["rate"] for x in role["replicas"]] == [25.0, 25.0], role["role"]  # events: 5 -> 55 in 2 s
+        assert [(x["events"], x["commit"]) for x in role["replicas"]] == [(55, 110), (55, 110)]
     s1 = next(s for s in state["subscribers"] if s["name"] == "s1")
     assert (s1["delivered"], s1["rate"], s1["state"]) == (10, 3.0, "up")
     assert (state["publishers"][0]["published"], state["publishers"][0]["rate"]) == (300, 100.0)
     # A sample of a file not rewritten since keeps the rate; a restarted process starts over.
     clock.now = 1002.4
-    assert replica(live.sample(), "[A]", run.placement()["[A]"][0])["rate"] == 50.0
+    assert replica(live.sample(), "[A]", run.placement()["[A]"][0])["rate"] == 25.0
     first_a = run.placement()["[A]"][0]
     run.server(first_a, 1002.5, 3)
     assert replica(live.sample(), "[A]", first_a)["rate"] is None
+
+
+def test_without_an_events_count_the_rate_is_of_commit_positions(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    clock = Clock(1000.0)
+    live = view(run, clock)
+    run.server("m1", 1000.0, 10, events=False)
+    live.sample()
+    clock.now = 1002.0
+    run.server("m1", 1002.0, 110, events=False)
+    state = live.sample()
+    assert {x["rate"] for r in state["roles"] for x in r["replicas"] if x["process"] == "m1"} == {50.0}
+    assert {x["events"] for r in state["roles"] for x in r["replicas"]} == {None}
 
 
 def test_the_leader_is_the_one_of_the_highest_epoch_a_live_replica_reports(tmp_path: Path) -> None:
@@ -211,6 +230,10 @@ def test_a_file_caught_half_written_keeps_the_last_status(tmp_path: Path) -> Non
         ({"time": 1.0, "mergers": [{"commit": 1}]}, "mergers[0] has no 'role'"),
         ({"time": 1.0, "mergers": [{"role": "[A]", "commit": "9", "epoch": 1}]}, "must be integers"),
         ({"time": 1.0, "mergers": [{"role": "[A]", "commit": 9, "epoch": 1, "leader": 4}]}, "'leader' must be"),
+        (
+            {"time": 1.0, "mergers": [{"role": "[A]", "commit": 9, "epoch": 1, "events_committed": 1.5}]},
+            "must be an int",
+        ),
         ({"time": 1.0, "delivered": True}, "'delivered' is not an integer"),
     ],
 )
@@ -303,3 +326,26 @@ def test_dashboard_of_a_folder_that_is_not_there(tmp_path: Path, capsys: pytest.
     assert f"faidecs: {tmp_path / 'nope'}: no such folder" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["dashboard", str(tmp_path), "--port", "70000"])
+
+
+def test_the_view_needs_no_extra(tmp_path: Path) -> None:
+    """It only reads files: a machine without the overlay extra can watch a run folder."""
+    run = RunDir(tmp_path)
+    run.write("s1", {"time": 1000.0, "delivered": 5, "started": True})
+    code = (
+        "import sys, json\n"
+        "for name in ('zmq', 'kazoo', 'cryptography', 'pysyncobj'): sys.modules[name] = None\n"
+        "from pathlib import Path\n"
+        "from faidecs.overlay.runtime.liveview_server import LiveViewServer\n"
+        "server = LiveViewServer(Path(sys.argv[1]))\n"
+        "print(json.loads(server.state())['subscribers'][0]['delivered'])\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(run.run)],
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (0, "5\n"), done.stderr

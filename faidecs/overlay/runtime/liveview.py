@@ -3,7 +3,7 @@
 `faidecs dashboard` and `overlay up --web` draw this (``liveview_server.py``). It is built from
 what the run folder already holds: ``run.json`` (the deployment file, each process's pid) gives
 the merger graph, where each role runs and who reads what; ``status/<p>.json`` gives each
-replica's leader, epoch and commit position, each subscriber's deliveries and each publisher's
+replica's leader, epoch, committed events and commit position, each subscriber's deliveries and each publisher's
 publications. Rates are not in the files: :class:`LiveView` keeps each process's recent samples
 and divides what a counter gained by the time between the status files' own timestamps.
 
@@ -85,6 +85,8 @@ def check_status(obj: Any) -> str | None:
             return f"mergers[{k}] has no 'role'"
         if _int(m.get("commit")) is None or _int(m.get("epoch")) is None:
             return f"mergers[{k}] ({m['role']}): 'commit' and 'epoch' must be integers"
+        if "events_committed" in m and _int(m["events_committed"]) is None:
+            return f"mergers[{k}] ({m['role']}): 'events_committed' must be an integer"
         if m.get("leader") is not None and not isinstance(m["leader"], str):
             return f"mergers[{k}] ({m['role']}): 'leader' must be a process name or null"
     for key in ("delivered", "published"):
@@ -95,6 +97,9 @@ def check_status(obj: Any) -> str | None:
 
 def _counters(status: dict[str, Any]) -> dict[str, int]:
     out = {f"commit {m['role']}": int(m["commit"]) for m in status.get("mergers", [])}
+    out |= {
+        f"events {m['role']}": int(m["events_committed"]) for m in status.get("mergers", []) if "events_committed" in m
+    }
     for key in ("delivered", "published"):
         if key in status:
             out[key] = int(status[key])
@@ -345,9 +350,14 @@ class LiveView:
                     "leader": m["leader"] if m else None,
                     "epoch": m["epoch"] if m else None,
                     "status": m.get("status") if m and isinstance(m.get("status"), str) else None,
+                    "events": m.get("events_committed") if m else None,
                     "commit": m["commit"] if m else None,
                     "buffered": _int(m.get("buffered")) if m else None,
-                    "rate": self._live_rate(process, f"commit {name}", state),
+                    # Committed events per second; the commit position also counts marks and
+                    # heartbeats, so it is the rate only of a status that has no events count.
+                    "rate": self._live_rate(
+                        process, f"events {name}" if m and "events_committed" in m else f"commit {name}", state
+                    ),
                     **state,
                 }
             )
