@@ -111,6 +111,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     from faidecs.overlay.runtime.launcher import LocalDeployment
 
     run = LocalDeployment(Path(args.deployment), Path(args.run_dir), zookeeper=args.zookeeper)
+    web = None
+    if args.web is not None:
+        from faidecs.cli.dashboard import serve
+
+        web = serve(Path(args.run_dir), args.web_host, args.web)
     try:
         run.start()
         print(
@@ -130,6 +135,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         pass
     finally:
         run.stop()
+        if web is not None:
+            web.stop()
     return 0
 
 
@@ -153,6 +160,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def add_commands(osub: Any) -> None:
+    from faidecs.cli.dashboard import web_port
+
     keys = osub.add_parser("keys", help="create CurveZMQ key pairs for a deployment's processes")
     keys.add_argument("folder", help="key folder (public/ and private/ are made inside)")
     keys.add_argument("--deployment", help="a deployment file: a key pair for each of its processes")
@@ -164,6 +173,8 @@ def add_commands(osub: Any) -> None:
     up.add_argument("--run-dir", default="overlay-run", help="folder for logs and status (default overlay-run)")
     up.add_argument("--zookeeper", help="host:port of a running ZooKeeper (default: start one on loopback)")
     up.add_argument("--watch", action="store_true", help="show the live status, refreshed every second")
+    up.add_argument("--web", type=web_port, metavar="PORT", help="serve the live view on this port (docs/deploy.md)")
+    up.add_argument("--web-host", default="127.0.0.1", help="address the live view listens on (default 127.0.0.1)")
     up.set_defaults(func=cmd_up)
 
     dn = osub.add_parser("down", help="stop the processes of a run started by overlay up")

@@ -333,6 +333,10 @@ def build_parser() -> argparse.ArgumentParser:
     from faidecs.cli.ordering import add_parser as add_ordering
 
     add_ordering(sub)
+
+    from faidecs.cli.dashboard import add_parser as add_dashboard
+
+    add_dashboard(sub)
     return parser
 
 

@@ -8,7 +8,7 @@ holds what the processes leave::
     logs/<p>.runlog    each process's run log (faidecs verify reads them all); a restarted
                        process writes <p>@1.runlog, <p>@2.runlog, ... (one per incarnation)
     state/<p>/         what a process keeps to restart where it stood ([durability])
-    status/<p>.json    each process's status, rewritten twice a second
+    status/<p>.json    each process's status, rewritten twice a second; the last, as it stops, says "stopped"
     out/<p>.err        each process's standard error
 """
 

@@ -225,7 +225,8 @@ class Node:
             self._close()
             self.log.close()
             if self.status_file is not None:
-                self.status_file.close(self.status())
+                # "stopped": a reader (the live view) tells a process that stopped from a dead one.
+                self.status_file.close({**self.status(), "stopped": True})
             self.member.stop()
             self.transport.close()
 
