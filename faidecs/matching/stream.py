@@ -16,21 +16,25 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from faidecs.errors import EngineStateError, EventError
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.events import Event
 
-if TYPE_CHECKING:
-    from faidecs.matching.engine import Engine
-
 EventLike = Event | Mapping[str, Any]
 Source = AsyncIterable[EventLike] | Iterable[EventLike]
 
+
+class Publisher(Protocol):
+    """What a stream needs of its engine (``faidecs.Engine`` is one)."""
+
+    def publish(self, event: EventLike, *, line: int | None = None) -> list[Delivery]: ...
+
+
 # The engines with an open stream: a second stream on one of them would be a second thread on
 # an engine that is not thread-safe.
-_streaming: weakref.WeakSet[Engine] = weakref.WeakSet()
+_streaming: weakref.WeakSet[Publisher] = weakref.WeakSet()
 
 
 class _Hop:
@@ -85,7 +89,7 @@ class DeliveryStream(AsyncIterator[Delivery]):
     thread; a second stream on the same engine raises :class:`~faidecs.errors.EngineStateError`.
     """
 
-    def __init__(self, engine: Engine, source: Source, *, batch: int = 1):
+    def __init__(self, engine: Publisher, source: Source, *, batch: int = 1):
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise ValueError(f"batch must be a positive integer, not {batch!r}")
         if not isinstance(source, AsyncIterable | Iterable):
