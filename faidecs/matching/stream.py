@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
@@ -169,27 +170,12 @@ class DeliveryStream(AsyncIterator[Delivery]):
                     taken += 1
                     yield await _submit(worker, running, self._publish, [event], taken)
                 return
-            queue: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue(self._batch)
-            reader = asyncio.create_task(_read(it, queue))
+            ahead = _ReadAhead(it, self._batch)
+            reader = asyncio.create_task(ahead.read())
             try:
-                while True:
-                    more, first = await queue.get()
-                    if not more:
-                        if first is not None:
-                            raise first
-                        return
-                    events = [first]
-                    end: tuple[bool, Any] | None = None
-                    while len(events) < self._batch and not queue.empty():
-                        more, event = queue.get_nowait()
-                        if not more:
-                            end = (more, event)
-                            break
-                        events.append(event)
+                while events := await ahead.take():
                     yield await _submit(worker, running, self._publish, events, taken + 1)
                     taken += len(events)
-                    if end is not None:
-                        queue.put_nowait(end)
             finally:
                 reader.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -275,16 +261,52 @@ async def _settle(running: list[Future[Any]]) -> None:
     running.clear()
 
 
-async def _read(it: AsyncIterator[EventLike], queue: asyncio.Queue[tuple[bool, Any]]) -> None:
-    """Read ahead (``batch`` > 1): events into the queue, then ``(False, None)`` at the end or
-    ``(False, error)`` if the source raised."""
-    try:
-        async for event in it:
-            await queue.put((True, event))
-    except Exception as exc:
-        await queue.put((False, exc))
-    else:
-        await queue.put((False, None))
+class _ReadAhead:
+    """The events an asynchronous source has produced and no hop has taken yet (``batch`` > 1):
+    a task of the stream's reads them into a deque, at most ``limit`` ahead; a hop takes all
+    there are (at least one, at most ``limit``). A deque and two flags rather than an
+    ``asyncio.Queue``: a queue's ``put`` and ``get`` per event cost as much as matching it."""
+
+    def __init__(self, it: AsyncIterator[EventLike], limit: int):
+        self._it = it
+        self._limit = limit
+        self._events: deque[EventLike] = deque()
+        self._ready = asyncio.Event()  # an event or the end is there
+        self._room = asyncio.Event()  # the deque is below the limit
+        self._end: tuple[BaseException | None] | None = None  # the source's end, and its error
+
+    async def read(self) -> None:
+        try:
+            async for event in self._it:
+                self._events.append(event)
+                self._ready.set()
+                if len(self._events) >= self._limit:
+                    self._room.clear()
+                    await self._room.wait()
+        except Exception as exc:
+            self._end = (exc,)
+        else:
+            self._end = (None,)
+        self._ready.set()
+
+    async def take(self) -> list[EventLike]:
+        """The events read so far (up to the limit); ``[]`` at the end; the source's error."""
+        while not self._events and self._end is None:
+            self._ready.clear()
+            await self._ready.wait()
+        if not self._events:
+            assert self._end is not None
+            if self._end[0] is not None:
+                raise self._end[0]
+            return []
+        events = self._events
+        if len(events) <= self._limit:
+            taken = list(events)
+            events.clear()
+        else:
+            taken = [events.popleft() for _ in range(self._limit)]
+        self._room.set()
+        return taken
 
 
 def _located(error: BaseException, position: int) -> BaseException:
