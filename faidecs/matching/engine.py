@@ -466,7 +466,7 @@ class Engine:
         :meth:`publish` takes them) for ``async for``, matched on a worker thread so that the
         event loop is never blocked. The source is asked for an event only once every delivery
         of the one before was taken (``batch=1``); ``batch=N`` hands the worker up to N events
-        per hop and reads the source ahead by as many. See :class:`faidecs.DeliveryStream`."""
+        per hop and reads the source up to 2N events ahead. See :class:`faidecs.DeliveryStream`."""
         return DeliveryStream(self, source, batch=batch)
 
     # --- state -----------------------------------------------------------------------------

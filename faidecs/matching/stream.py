@@ -71,9 +71,10 @@ class DeliveryStream(AsyncIterator[Delivery]):
     source is read ahead by a task of the stream's own, and a hop takes the events it has read
     and not yet handed over (never waiting for more to fill a batch); a plain iterable is read
     on the worker thread, N events per hop. Throughput approaches ``publish_many``'s, but the
-    source is asked for up to N events beyond the last one whose deliveries the consumer took:
-    an acknowledge-on-resume source then acknowledges events not yet published, which a crash
-    would lose. Use it for sources that do not acknowledge (files, lists, queues).
+    source is asked for up to 2N events (N read ahead, N being matched) beyond the last one
+    whose deliveries the consumer took: an acknowledge-on-resume source then acknowledges
+    events not yet published, which a crash would lose. Use it for sources that do not
+    acknowledge (files, lists, queues).
 
     A plain iterable is read on the worker thread (``next`` may block: a file), never on the
     event loop. An event the engine rejects raises :class:`~faidecs.errors.EventError` out of
