@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from strategies import draw_programs, draw_streams  # noqa: E402
 from workloads import stock  # noqa: E402
 
-from faidecs import Delivery, DeliveryStream, Engine, EngineStateError, EventError
+from faidecs import Bounds, Delivery, DeliveryStream, Engine, EngineStateError, EventError, QueueOverflowError
 
 ROOT = Path(__file__).resolve().parents[2]
 STOCK = (ROOT / "examples" / "stock.fdc").read_text()
@@ -261,6 +261,35 @@ def test_not_an_event_is_an_event_error() -> None:
     engine = Engine.from_source(STOCK)
     with pytest.raises(EventError, match="event 2 of the stream"):
         asyncio.run(take(engine.stream([STOCK_EVENTS[0], "not an event"])))
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_queue_overflow_ends_the_stream_as_publish_raises_it(batch: int) -> None:
+    """A bound with ``overflow="error"`` stops the engine; the stream raises what ``publish``
+    raises, after the deliveries of the events before."""
+    program = "type A(x: int)\ntype B(x: int)\nsubscription S: A and B and A.x < B.x\n"
+    events = [{"id": f"a{k}", "type": "A", "attrs": {"x": 5 - k}} for k in range(3)]
+    events.insert(1, {"id": "b0", "type": "B", "attrs": {"x": 9}})
+    bounds = Bounds(max_queue=1, overflow="error")
+    engine = Engine.from_source(program, bounds=bounds)
+    got: list[Delivery] = []
+
+    async def main() -> None:
+        async with engine.stream(agen(events), batch=batch) as deliveries:
+            async for delivery in deliveries:
+                got.append(delivery)
+
+    with pytest.raises(QueueOverflowError) as caught:
+        asyncio.run(main())
+    direct = Engine.from_source(program, bounds=bounds)
+    expected: list[Delivery] = []
+    with pytest.raises(QueueOverflowError) as raised:
+        for event in events:
+            expected += direct.publish(event)
+    assert expected, "no delivery before the overflow: the comparison would say little"
+    assert str(caught.value) == str(raised.value)
+    assert as_json(got) == as_json(expected)
+    assert stream_threads() == []
 
 
 def test_source_error_propagates_and_closes() -> None:
