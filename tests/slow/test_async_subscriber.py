@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from overlay_harness import embedded, settled, verified, write_deployment
 
+from faidecs.errors import FaidecsError
 from faidecs.overlay import AsyncSubscriber, OverlayDelivery
 from faidecs.overlay.runtime.launcher import LocalDeployment
 
@@ -122,3 +123,21 @@ def start_servers_and_s1(run: LocalDeployment) -> None:
     for name in run.deployment.servers:
         run.start_process(name)
     run.start_process("s1")
+
+
+def test_started_raises_when_the_subscriber_stops_first(tmp_path: Path, zookeeper: str) -> None:
+    """No merger runs, so the streams never start: ``started()`` must not wait for good once the
+    subscriber is stopped, and the ``async for`` ends with nothing delivered."""
+    path = write_deployment(tmp_path, 1, rate=1)
+
+    async def main() -> list[OverlayDelivery]:
+        async with AsyncSubscriber(path, "s1", run_dir=tmp_path / "run", zookeeper=zookeeper) as subscriber:
+            waiting = asyncio.create_task(subscriber.started())
+            await asyncio.sleep(0.2)  # it registers and asks its (absent) mergers meanwhile
+            assert not waiting.done()
+            await subscriber.stop()
+            with pytest.raises(FaidecsError, match="s1 stopped before its streams started"):
+                await waiting
+            return [d async for d in subscriber]
+
+    assert asyncio.run(main()) == []

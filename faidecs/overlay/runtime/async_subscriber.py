@@ -86,6 +86,7 @@ class AsyncSubscriber:
         self._queue: asyncio.Queue[OverlayDelivery | _End] | None = None
         self._started: asyncio.Event | None = None
         self._done: asyncio.Future[None] | None = None
+        self._stopped_by: BaseException | None = None  # what ended the subscriber's thread
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -113,9 +114,20 @@ class AsyncSubscriber:
     async def started(self) -> None:
         """Wait until the client's streams have all started (it registered with its mergers):
         from then on it receives every event published. ``faidecs overlay up`` waits for this
-        before it starts the publishers."""
-        assert self._started is not None, "start() the subscriber first"
-        await self._started.wait()
+        before it starts the publishers. Raises if the subscriber stops first: the error that
+        stopped it, or :class:`~faidecs.errors.FaidecsError` if it was stopped."""
+        assert self._started is not None and self._done is not None, "start() the subscriber first"
+        waiting: asyncio.Future[Any] = asyncio.ensure_future(self._started.wait())
+        done: asyncio.Future[Any] = self._done
+        try:
+            await asyncio.wait([waiting, done], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+        if self._started.is_set():
+            return
+        if self._stopped_by is not None:
+            raise self._stopped_by
+        raise FaidecsError(f"subscriber {self.process} stopped before its streams started")
 
     async def stop(self) -> None:
         """Stop the subscriber as SIGTERM stops the process (its run log's final record, its
@@ -180,6 +192,7 @@ class AsyncSubscriber:
             self._node.run()
         except BaseException as exc:  # it stops the subscriber: the application hears of it
             error = exc
+        self._stopped_by = error
         _call(loop, self._put, _End(error))
         _call(loop, _settle, self._done, None)
 
