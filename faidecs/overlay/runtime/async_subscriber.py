@@ -108,7 +108,7 @@ class AsyncSubscriber:
         try:
             await built
         except BaseException:
-            await self._done  # the thread is over
+            await self._ended()
             raise
 
     async def started(self) -> None:
@@ -136,7 +136,15 @@ class AsyncSubscriber:
         if self._node is not None:
             self._node.stop()
         if self._done is not None:
-            await asyncio.shield(self._done)
+            await self._ended()
+
+    async def _ended(self) -> None:
+        """Wait until the thread has ended. ``_done`` is set from its last lines, which may
+        still be running then; the join is short but off the loop all the same."""
+        assert self._done is not None and self._thread is not None
+        await asyncio.shield(self._done)
+        if self._thread.is_alive():
+            await asyncio.to_thread(self._thread.join)
 
     async def __aenter__(self) -> AsyncSubscriber:
         await self.start()
