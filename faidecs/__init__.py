@@ -35,6 +35,7 @@ from faidecs.matching.records import (
     Snapshot,
     StateJson,
 )
+from faidecs.matching.stream import DeliveryStream
 
 __all__ = [
     "BatchGroup",
@@ -45,6 +46,7 @@ __all__ = [
     "ConjunctionMetrics",
     "Covering",
     "Delivery",
+    "DeliveryStream",
     "Diagnostic",
     "Disposal",
     "Engine",

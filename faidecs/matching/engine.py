@@ -50,6 +50,7 @@ from faidecs.matching.records import (
 )
 from faidecs.matching.reference import ReferenceMatcher
 from faidecs.matching.snapshot_schema import Top, convert
+from faidecs.matching.stream import DeliveryStream, Source
 from faidecs.matching.tiered_state import TieredState
 
 if TYPE_CHECKING:
@@ -459,6 +460,14 @@ class Engine:
     def publish_many(self, events: Iterable[Event | Mapping[str, Any]]) -> Iterator[Delivery]:
         for event in events:
             yield from self.publish(event)
+
+    def stream(self, source: Source, *, batch: int = 1) -> DeliveryStream:
+        """The deliveries of ``source`` (an async iterable, or a plain iterable, of events as
+        :meth:`publish` takes them) for ``async for``, matched on a worker thread so that the
+        event loop is never blocked. The source is asked for an event only once every delivery
+        of the one before was taken (``batch=1``); ``batch=N`` hands the worker up to N events
+        per hop and reads the source up to 2N events ahead. See :class:`faidecs.DeliveryStream`."""
+        return DeliveryStream(self, source, batch=batch)
 
     # --- state -----------------------------------------------------------------------------
 

@@ -23,11 +23,13 @@ from faidecs.overlay.core.coordination import Coordination, SimulatedCoordinatio
 from faidecs.overlay.core.placement import place
 from faidecs.overlay.core.replica import MergerReplica, ProtocolError
 from faidecs.overlay.core.subscriber import SubscriberClient
+from faidecs.overlay.runtime.async_subscriber import AsyncSubscriber, OverlayDelivery
 from faidecs.overlay.sim.scenario import Fault, InputPath, Joiner, LatchSpec, Reaction, Scenario, SimConfig
 from faidecs.overlay.sim.simulator import SimResult, Simulation, SimulationError, simulate
 from faidecs.overlay.sim.topology import Topology
 
 __all__ = [
+    "AsyncSubscriber",
     "Coordination",
     "Fault",
     "Filter",
@@ -35,6 +37,7 @@ __all__ = [
     "Joiner",
     "LatchSpec",
     "MergerReplica",
+    "OverlayDelivery",
     "ProtocolError",
     "Reaction",
     "Role",
