@@ -195,3 +195,20 @@ def test_faidecs_run_serves_metrics_while_it_reads(tmp_path: Any) -> None:
         if proc.stdin is not None:
             proc.stdin.close()
         assert proc.wait(timeout=60) == 0
+
+
+def test_without_prometheus_client_the_cli_names_the_extra(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from faidecs.cli.main import main
+
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # import prometheus_client fails
+    program = tmp_path / "p.fdc"
+    program.write_text(PROGRAM)
+    events = tmp_path / "e.jsonl"
+    events.write_text("")
+    code = main(["run", "--program", str(program), "--events", str(events), "--metrics-port", "0"])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "faidecs: --metrics-port needs prometheus-client: pip install 'faidecs[metrics]'\n"
+    )
