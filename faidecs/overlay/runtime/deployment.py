@@ -22,6 +22,9 @@ with the field's path::
     rate = 2000                    # events per second (0: as fast as the links take them)
     # transport = "udp"            # sealed datagrams to the root replicas, latch stage in front
 
+    [metrics]                      # Prometheus endpoints: process i on base_port + i (optional)
+    base_port = 9400
+
 Across hosts the same file is used with the hosts' addresses; each host runs its processes with
 ``faidecs overlay node``.
 

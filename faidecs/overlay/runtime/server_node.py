@@ -204,10 +204,10 @@ class ServerNode(Node):
     def _observe_commits(self, role: Role, r: MergerReplica) -> None:
         """The decision-to-commit latency of the events committed here since the last pass."""
         log = r.log
-        committed_at: list[int] | None = getattr(log, "committed_at", None)  # Raft's log keeps none
+        committed_at = log.committed_at
         last = self.observed.get(role)
         self.observed[role] = log.commit
-        if committed_at is None or last is None or log.commit < last:
+        if last is None or log.commit < last:
             return  # the first look (a restored log was committed before), or a log taken anew
         histogram = self.commit_latency[role]
         for p in range(last + 1, min(log.commit + 1, len(committed_at))):
