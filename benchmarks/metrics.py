@@ -11,6 +11,13 @@ four setups, alternated round by round (the best of ``--rounds`` runs each is pr
   100 ms: 150 times Prometheus's usual 15 s, to make any cost visible);
 - ``scraped+lock``: the same with ``lock=``, held by the publisher around each ``publish``.
 
+``--overlay`` measures the overlay's processes instead (run it under ``flock
+/tmp/faidecs-processes.lock`` where other runs share the machine): one 3-replica root merger and
+one subscriber on loopback (benchmarks/deployed.py), the publisher as fast as the links take its
+``--events`` events, without ``[metrics]`` and with it while every process is scraped every
+``--scrape-ms`` ms, alternated ``--rounds`` times: events/s and the publication-to-delivery
+latency from the run logs.
+
 Workload: 20 subscriptions (one per symbol: a quote, a trade of the same symbol and a rising quote
 after it, the Esper kit's shape) under the compiled matcher, with kernels compiled before timing.
 Prints a Markdown table with the machine.
@@ -25,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -115,12 +123,69 @@ def run(setup: str, text: str, events: list[dict[str, Any]], scrape_ms: float) -
     return len(events) / elapsed, scrapes
 
 
+def scrape_all(ports: list[int], every: float, stop: threading.Event, count: list[int]) -> None:
+    """Scrape each port every ``every`` seconds until ``stop``; a process not up (yet) is skipped."""
+    while not stop.wait(every):
+        for port in ports:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+                    response.read()
+                count[0] += 1
+            except OSError:
+                continue
+
+
+def overlay(n: int, rounds: int, scrape_ms: float, port: int) -> None:
+    from deployed import measure, scratch, write_deployment
+
+    from faidecs.net.zkserver import ZooKeeperServer
+
+    program = "type A(x: int)\nsubscription OneA: A\n"
+    events = [{"id": f"e{k}", "type": "A", "attrs": {"x": k % 100}} for k in range(n)]
+    runs: dict[str, list[dict[str, Any]]] = {"off": [], "on": []}
+    scrapes = [0]
+    with ZooKeeperServer() as zk:
+        for _ in range(rounds):
+            for mode in runs:
+                port += 200  # fresh ports: the last run's may linger in TIME_WAIT
+                path = write_deployment(scratch(), program, events, {"s1": "OneA"}, port=port)
+                stop = threading.Event()
+                scraper = None
+                if mode == "on":
+                    with path.open("a") as f:
+                        f.write(f"\n[metrics]\nbase_port = {port + 150}\n")
+                    ports = [port + 150 + k for k in range(5)]  # 3 servers, s1, p1
+                    scraper = threading.Thread(target=scrape_all, args=(ports, scrape_ms / 1000, stop, scrapes))
+                    scraper.start()
+                try:
+                    runs[mode].append(measure(zk.address, path, expect_fed=n))
+                finally:
+                    stop.set()
+                    if scraper is not None:
+                        scraper.join()
+                print(mode, runs[mode][-1]["events_per_s"], runs[mode][-1]["latency_ms"], flush=True)
+    m = machine()
+    print(f"{m['cpu']}, {m['cores']} cores; {n:,} events, {rounds} rounds, {scrapes[0]} scrapes in all")
+    print()
+    print("| metrics | events/s (each run) | latency p50 / p99 ms (each run) |")
+    print("|---|---|---|")
+    for mode, label in (("off", "none"), ("on", f"[metrics], scraped every {scrape_ms:g} ms")):
+        rates = " / ".join(f"{r['events_per_s']:,}" for r in runs[mode])
+        latency = " ; ".join(f"{r['latency_ms'].get('p50')} / {r['latency_ms'].get('p99')}" for r in runs[mode])
+        print(f"| {label} | {rates} | {latency} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--scrape-ms", type=float, default=100.0)
+    parser.add_argument("--overlay", action="store_true", help="the overlay's processes instead of the engine")
+    parser.add_argument("--port", type=int, default=18100, help="--overlay: first of the ports the runs use")
     args = parser.parse_args()
+    if args.overlay:
+        overlay(args.events, args.rounds, args.scrape_ms, args.port)
+        return
     text, events = program(), stream(args.events)
     Engine.from_source(text, kernels="eager")  # the kernels, compiled or loaded, before any timing
     best: dict[str, float] = dict.fromkeys(SETUPS, 0.0)
