@@ -110,6 +110,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.metrics_port is not None:
+        from faidecs.cli.metrics import require_prometheus
+
+        require_prometheus()  # before anything is read or written
     if args.program == "-" and args.events == "-":
         raise CliError("--program and --events cannot both read standard input")
     source_name = "<stdin>" if args.events == "-" else args.events

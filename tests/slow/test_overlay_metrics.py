@@ -93,11 +93,13 @@ def test_every_process_serves_consistent_metrics(tmp_path: Path, zookeeper: str)
         assert named == {leader}, (role, named, leader)
     per_type = Counter(json.loads(line)["type"] for line in (tmp_path / "events.jsonl").read_text().splitlines())
     commits = _by_role(scraped, "faidecs_overlay_commits_total")
+    events = _by_role(scraped, "faidecs_overlay_committed_events_total")
     timed = _by_role(scraped, "faidecs_overlay_commit_latency_seconds_count")
     for type_name, count in per_type.items():
         root = f"[{type_name}]"
         assert len(set(commits[root].values())) == 1, (root, commits[root])
         assert min(commits[root].values()) >= count, (root, commits[root])
+        assert set(events[root].values()) == {count}, (root, events[root])
         assert set(timed[root].values()) == {count}, (root, timed[root])
     for role, values in commits.items():  # the mergers above the roots committed too, at every replica
         assert len(values) == 3 and min(values.values()) > 0, (role, values)

@@ -207,8 +207,10 @@ def test_without_prometheus_client_the_cli_names_the_extra(
     program.write_text(PROGRAM)
     events = tmp_path / "e.jsonl"
     events.write_text("")
-    code = main(["run", "--program", str(program), "--events", str(events), "--metrics-port", "0"])
-    assert code == 1
+    out = tmp_path / "out.jsonl"
+    code = main(["run", "--program", str(program), "--events", str(events), "--out", str(out), "--metrics-port", "0"])
+    assert code == 2
     assert capsys.readouterr().err == (
-        "faidecs: --metrics-port needs prometheus-client: pip install 'faidecs[metrics]'\n"
+        "faidecs: run needs the metrics extra (prometheus_client is not installed): pip install 'faidecs[metrics]'\n"
     )
+    assert not out.exists()  # checked before anything was written

@@ -112,6 +112,9 @@ def _replica_families(process: str, mergers: list[dict[str, Any]]) -> list[Metri
     commits = _counter(
         "faidecs_overlay_commits", "Positions of the merger's log committed, as this replica knows.", role
     )
+    events = _counter(
+        "faidecs_overlay_committed_events", "Events committed in the merger's log, as this replica knows.", role
+    )
     log = _gauge("faidecs_overlay_log_positions", "Positions in this replica's log (decided, committed or not).", role)
     leader = _gauge("faidecs_overlay_leader", "1 if this replica is its role's leader, else 0.", role)
     epoch = _gauge("faidecs_overlay_epoch", "The role's epoch this replica is in.", role)
@@ -123,6 +126,7 @@ def _replica_families(process: str, mergers: list[dict[str, Any]]) -> list[Metri
     for m in mergers:
         labels = [process, m["role"]]
         commits.add_metric(labels, m["commit"] + 1)
+        events.add_metric(labels, m["events_committed"])
         log.add_metric(labels, m["log"])
         leader.add_metric(labels, 1 if m["leader"] == process else 0)
         epoch.add_metric(labels, m["epoch"])
@@ -131,7 +135,7 @@ def _replica_families(process: str, mergers: list[dict[str, Any]]) -> list[Metri
         for kind in REPLICA_REJECTED:
             if kind in m:
                 turned.add_metric([*labels, kind], m[kind])
-    return [commits, log, leader, epoch, buffered, fetches, turned]
+    return [commits, events, log, leader, epoch, buffered, fetches, turned]
 
 
 def _publisher_families(process: str, s: dict[str, Any]) -> list[Metric]:
