@@ -53,6 +53,13 @@ def cmd_node(args: argparse.Namespace) -> int:
         return 2
     for sub in ("logs", "status"):
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
+    metrics = deployment.metrics_address(args.process)
+    if args.metrics_port is not None:
+        metrics = (deployment.metrics_host(args.process), args.metrics_port)
+    if metrics is not None:
+        from faidecs.cli.metrics import require_prometheus
+
+        require_prometheus()
     node = open_node(
         deployment,
         args.process,
@@ -60,6 +67,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         log_dir=run_dir / "logs",
         status_dir=run_dir / "status",
         state_dir=run_dir / "state" / args.process,
+        metrics=metrics,
     )
     profile = os.environ.get("FAIDECS_PROFILE")  # a folder: where each process leaves its cProfile stats
     if profile:
@@ -110,7 +118,13 @@ def cmd_up(args: argparse.Namespace) -> int:
     need_overlay_extra()
     from faidecs.overlay.runtime.launcher import LocalDeployment
 
-    run = LocalDeployment(Path(args.deployment), Path(args.run_dir), zookeeper=args.zookeeper)
+    run = LocalDeployment(
+        Path(args.deployment), Path(args.run_dir), zookeeper=args.zookeeper, metrics_port=args.metrics_port
+    )
+    if run.metrics:
+        from faidecs.cli.metrics import require_prometheus
+
+        require_prometheus()
     web = None
     if args.web is not None:
         from faidecs.cli.dashboard import serve
@@ -118,6 +132,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         web = serve(Path(args.run_dir), args.web_host, args.web)
     try:
         run.start()
+        for name, (host, port) in run.metrics.items():
+            print(f"faidecs: {name} metrics on http://{host}:{port}/metrics", flush=True)
         print(
             f"faidecs: {len(run.procs)} processes up; run folder {args.run_dir}; "
             f"stop with Ctrl-C or: faidecs overlay down {args.run_dir}",
@@ -175,6 +191,12 @@ def add_commands(osub: Any) -> None:
     up.add_argument("--watch", action="store_true", help="show the live status, refreshed every second")
     up.add_argument("--web", type=web_port, metavar="PORT", help="serve the live view on this port (docs/deploy.md)")
     up.add_argument("--web-host", default="127.0.0.1", help="address the live view listens on (default 127.0.0.1)")
+    up.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="BASE",
+        help="Prometheus metrics: process i on BASE + i ([metrics] base_port)",
+    )
     up.set_defaults(func=cmd_up)
 
     dn = osub.add_parser("down", help="stop the processes of a run started by overlay up")
@@ -191,6 +213,7 @@ def add_commands(osub: Any) -> None:
     node.add_argument("process", help="the process to run")
     node.add_argument("--zookeeper", help="host:port (default: the deployment file's)")
     node.add_argument("--run-dir", default="overlay-run", help="folder for its run log and status")
+    node.add_argument("--metrics-port", type=int, help="serve its Prometheus metrics on this port ([metrics])")
     node.set_defaults(func=cmd_node)
 
 

@@ -12,7 +12,14 @@ True
 from __future__ import annotations
 
 #: top-level package -> the extra of pyproject.toml that installs it
-EXTRA_OF = {"zmq": "overlay", "kazoo": "overlay", "cryptography": "overlay", "pysyncobj": "overlay", "pyspark": "spark"}
+EXTRA_OF = {
+    "zmq": "overlay",
+    "kazoo": "overlay",
+    "cryptography": "overlay",
+    "pysyncobj": "overlay",
+    "pyspark": "spark",
+    "prometheus_client": "metrics",
+}
 
 #: what an extra needs besides its Python packages
 BESIDES = {"spark": " (and Java 17)"}

@@ -110,6 +110,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.metrics_port is not None:
+        from faidecs.cli.metrics import require_prometheus
+
+        require_prometheus()  # before anything is read or written
     if args.program == "-" and args.events == "-":
         raise CliError("--program and --events cannot both read standard input")
     source_name = "<stdin>" if args.events == "-" else args.events
@@ -132,6 +136,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         out = stack.enter_context(_open_out(args.out))
         # Created even when nothing is rejected: a stale file from an earlier run must not remain.
         rejects = stack.enter_context(_open_out(rejects_path)) if rejects_path else None
+        if args.metrics_port is not None:
+            from faidecs.cli.metrics import serve_engine
+
+            stack.enter_context(serve_engine(engine, args.metrics_port, args.metrics_addr))
 
         text_format = TextFormat(engine.subscriptions)
 
@@ -295,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--overflow", choices=("drop-oldest", "error"), default="drop-oldest", help="what a full bounded queue does"
     )
+    run.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port while the run lasts")
+    run.add_argument("--metrics-addr", default="127.0.0.1", help="address for --metrics-port (default 127.0.0.1)")
     run.set_defaults(func=cmd_run)
 
     verify = sub.add_parser(

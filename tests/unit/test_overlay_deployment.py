@@ -80,3 +80,33 @@ def test_keys_for_a_deployment_and_existing_pairs_kept(tmp_path: Path, capsys: p
     assert sorted(keys.peers.values()) == ["m1", "m2", "m3", "p1", "s1"]
     with pytest.raises(KeyMaterialError, match="no key pair for process m9"):
         Keys.load(tmp_path / "keys", "m9")
+
+
+def test_metrics_ports_follow_the_processes_order(tmp_path: Path) -> None:
+    d = _load(tmp_path, GOOD + "[metrics]\nbase_port = 9400\n")
+    ports = {p: d.metrics_address(p) for p in d.processes()}  # type: ignore[attr-defined]
+    assert ports == {
+        "m1": ("127.0.0.1", 9400),
+        "m2": ("127.0.0.1", 9401),
+        "s1": ("127.0.0.1", 9402),
+        "p1": ("127.0.0.1", 9403),
+    }
+    assert d.metrics_address("p1", 9500) == ("127.0.0.1", 9503)  # type: ignore[attr-defined]
+    plain = _load(tmp_path, GOOD)
+    assert plain.metrics_address("m1") is None  # type: ignore[attr-defined]
+    listen = _load(tmp_path, GOOD + '[metrics]\nbase_port = 9400\nhost = "0.0.0.0"\n')
+    assert listen.metrics_address("s1") == ("0.0.0.0", 9402)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "metrics,message",
+    [
+        ("base_port = 65534", "metrics: 4 processes from port 65534 pass 65535"),
+        ("base_port = 7100", "metrics: process m2's port 7101 is a process's address"),
+        ("base_port = 0", "metrics.base_port: Input should be greater than or equal to 1"),
+        ("port = 9400", "metrics.port: Extra inputs are not permitted"),
+    ],
+)
+def test_bad_metrics_settings_name_the_field(tmp_path: Path, metrics: str, message: str) -> None:
+    with pytest.raises(DeploymentError, match=message):
+        _load(tmp_path, GOOD + f"[metrics]\n{metrics}\n")

@@ -177,6 +177,9 @@ class SubscriberClient:
         self.recorded = set(recorded)
         self.delivered = resume.delivered if resume is not None else 0  # relations produced (recorded or not)
         self.skipped = 0  # deliveries its sinks had recorded before it restarted
+        #: the timestamp of the entry released last (its merger's decision time): an observer's
+        #: ``deliver`` learns from it when the event it is given a relation for was decided
+        self.release_ts = 0
         #: the positions of the last checkpoint saved: acknowledgements never pass them when durable
         self.durable: dict[Role, int] | None = dict(resume.positions) if resume is not None else None
         self.unsaved = 0  # deliveries since the last checkpoint offered
@@ -372,6 +375,7 @@ class SubscriberClient:
                 if other.rank != rank and not (other.progress > ts or (other.progress == ts and other.rank > rank)):
                     return
             heapq.heappop(self.heap)
+            self.release_ts = ts
             s = self.streams[role]
             s.released = position
             s.fed.append((position, event.id))

@@ -22,6 +22,9 @@ with the field's path::
     rate = 2000                    # events per second (0: as fast as the links take them)
     # transport = "udp"            # sealed datagrams to the root replicas, latch stage in front
 
+    [metrics]                      # Prometheus endpoints: process i on base_port + i (optional)
+    base_port = 9400
+
 Across hosts the same file is used with the hosts' addresses; each host runs its processes with
 ``faidecs overlay node``.
 
@@ -176,6 +179,19 @@ class Emulation(BaseModel):
         return self.link_delay_ms > 0 or self.link_jitter_ms > 0
 
 
+class MetricsSettings(BaseModel):
+    """``[metrics]``: each process serves Prometheus metrics (docs/deploy.md, "Metrics") at
+    ``http://host:port/metrics``; the process at index i of :meth:`Deployment.processes` (servers,
+    then subscribers, then publishers, each in file order) on ``base_port + i``. ``host``: the
+    address to listen on (default: the host of the process's own address). No ``base_port``: no
+    metrics (``faidecs overlay up --metrics-port BASE`` sets one)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_port: int | None = Field(default=None, ge=1, le=65535)
+    host: str | None = None
+
+
 class Deployment(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -201,6 +217,8 @@ class Deployment(BaseModel):
     publishers: dict[str, PublisherSpec] = Field(default_factory=dict)
     timing: Timing = Field(default_factory=Timing)
     durability: Durability = Field(default_factory=Durability)
+    #: Prometheus endpoints of the processes (absent: none)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     #: emulated link delay (benchmarks only; absent or zero: none, at no cost)
     emulation: Emulation = Field(default_factory=Emulation)
     #: the largest publication a server decodes, in bytes (its event, encoded); larger ones are
@@ -253,7 +271,21 @@ class Deployment(BaseModel):
         for name, spec in self.subscribers.items():
             if spec.peer is not None and spec.peer not in self.subscribers:
                 raise ValueError(f"subscriber {name}: peer {spec.peer} is not a subscriber")
+        if self.metrics.base_port is not None:
+            self.check_metrics_ports(self.metrics.base_port)
         return self
+
+    def check_metrics_ports(self, base_port: int) -> None:
+        """Raises ``ValueError`` when the metrics ports from ``base_port`` on pass 65535 or take
+        a process's own address."""
+        names = self.processes()
+        if base_port + len(names) - 1 > 65535:
+            raise ValueError(f"metrics: {len(names)} processes from port {base_port} pass 65535")
+        taken = {a[len("tcp://") :] for a in self.addresses().values()}
+        for port, name in enumerate(names, start=base_port):
+            host = self.metrics_host(name)
+            if f"{host}:{port}" in taken or f"[{host}]:{port}" in taken:
+                raise ValueError(f"metrics: process {name}'s port {port} is a process's address")
 
     # --- derived -----------------------------------------------------------------------------
 
@@ -362,6 +394,18 @@ class Deployment(BaseModel):
         host, port = self.servers[server][len("tcp://") :].rsplit(":", 1)
         return host.strip("[]"), int(port) + self.udp_port_offset
 
+    def metrics_address(self, process: str, base_port: int | None = None) -> tuple[str, int] | None:
+        """(host, port) of ``process``'s metrics endpoint, from ``base_port`` (default: the
+        file's ``[metrics] base_port``); None when neither gives one."""
+        base = base_port if base_port is not None else self.metrics.base_port
+        if base is None:
+            return None
+        return self.metrics_host(process), base + self.processes().index(process)
+
+    def metrics_host(self, process: str) -> str:
+        """Where ``process`` serves its metrics: ``[metrics] host``, or its own address's host."""
+        return self.metrics.host or self.address(process)[len("tcp://") :].rsplit(":", 1)[0].strip("[]")
+
     def udp_publishers(self) -> list[str]:
         return [n for n, p in self.publishers.items() if p.transport == "udp"]
 
@@ -403,6 +447,7 @@ __all__ = [
     "DeploymentError",
     "Emulation",
     "LatchSettings",
+    "MetricsSettings",
     "PublisherSpec",
     "SubscriberSpec",
     "Timing",

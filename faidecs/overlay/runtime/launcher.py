@@ -44,8 +44,10 @@ class LocalDeployment:
         *,
         zookeeper: str | None = None,
         prefix: Callable[[str], Sequence[str]] | None = None,
+        metrics_port: int | None = None,
     ):
-        """``prefix``: words put before each process's command, given its name, e.g.
+        """``metrics_port``: the first process's metrics port (the others' follow), instead of the
+        file's ``[metrics] base_port``. ``prefix``: words put before each process's command, given its name, e.g.
         ``["ip", "netns", "exec", "host1"]`` to run it in a network namespace
         (benchmarks/hosts.py). The prefix must exec the command, so that the pid kept and
         signalled is the process's own (``ip netns exec`` does)."""
@@ -56,6 +58,17 @@ class LocalDeployment:
         self.zookeeper = zookeeper or self.deployment.zookeeper
         self.server: Any = None
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        if metrics_port is not None:
+            try:
+                self.deployment.check_metrics_ports(metrics_port)
+            except ValueError as exc:
+                raise LaunchError(f"--metrics-port {metrics_port}: {exc}") from None
+        #: each process's metrics endpoint (host, port); empty: none
+        self.metrics: dict[str, tuple[str, int]] = {}
+        for name in self.deployment.processes():
+            where = self.deployment.metrics_address(name, metrics_port)
+            if where is not None:
+                self.metrics[name] = where
         for sub in ("logs", "status", "out"):
             (run_dir / sub).mkdir(parents=True, exist_ok=True)
 
@@ -101,6 +114,8 @@ class LocalDeployment:
             "--run-dir",
             str(self.run_dir),
         ]
+        if name in self.metrics:
+            command += ["--metrics-port", str(self.metrics[name][1])]
         if self.prefix is not None:
             command = [*self.prefix(name), *command]
         err = (self.run_dir / "out" / f"{name}.err").open("ab")

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from faidecs.errors import FaidecsError
 from faidecs.merging.roles import Role
@@ -40,6 +40,9 @@ from faidecs.overlay.core.messages import Down, Message, Send
 from faidecs.overlay.runtime import profile, wire
 from faidecs.overlay.runtime.codec import OverlayCodec
 from faidecs.overlay.runtime.deployment import Deployment
+
+if TYPE_CHECKING:
+    from faidecs.overlay.runtime.metrics import NodeMetrics
 
 LOG = logging.getLogger("faidecs.overlay.runtime.node")
 COORDINATOR = "coordinator"
@@ -66,11 +69,13 @@ class Node:
         roles: Mapping[Role, tuple[str, ...]] | None = None,
         subscription: str | None = None,
         state_dir: Path | None = None,
+        metrics: tuple[str, int] | None = None,
     ):
         """``roles``: the merger roles this process is a candidate for, with their replicas (a
         server's); ``subscription``: the source of the subscription its process log records (a
         subscriber's); ``state_dir``: the folder of what it keeps on disk to restart
-        where it stood (``[durability]``; None or ``sync = "off"``: nothing)."""
+        where it stood (``[durability]``; None or ``sync = "off"``: nothing); ``metrics``: (host,
+        port) of its Prometheus endpoint while it runs (None: none)."""
         if process not in deployment.processes():
             raise FaidecsError(f"process {process} is not in deployment {deployment.name}")
         self.d = deployment
@@ -120,6 +125,13 @@ class Node:
         #: the thread that fsyncs this process's logs under group commit (_keep_on_disk)
         self.syncer: BackgroundSync | None = None
         self.kept: list[SegmentLog] = []
+        #: its Prometheus endpoint's registry and histograms (runtime/metrics.py); None: no metrics,
+        #: and nothing of prometheus-client is imported
+        self.metrics: NodeMetrics | None = None
+        if metrics is not None:
+            from faidecs.overlay.runtime.metrics import NodeMetrics
+
+            self.metrics = NodeMetrics(process, metrics)
 
     # --- what a kind of process adds -------------------------------------------------------------
 
@@ -184,6 +196,8 @@ class Node:
                 signal.signal(sig, lambda *_: self.stop())
         if profile.enabled():
             self.profile = profile.attach(self)
+        if self.metrics is not None:
+            self.metrics.start()
         self.member.start()
         now = self.started_at = now_ms()
         self._send(self._start(now))
@@ -217,8 +231,7 @@ class Node:
                 if now >= next_status:
                     next_status = now + 500
                     self._flush_logs()
-                    if self.status_file is not None:
-                        self.status_file.put(self.status())
+                    self._hand_over_status()
         finally:
             if self.syncer is not None:
                 self.syncer.stop()  # before the logs close
@@ -229,6 +242,8 @@ class Node:
                 self.status_file.close({**self.status(), "stopped": True})
             self.member.stop()
             self.transport.close()
+            if self.metrics is not None:
+                self.metrics.close()
 
     def _admit(self, src: str, msg: Message) -> None:
         problem = inconsistency(msg, self.types)
@@ -267,6 +282,17 @@ class Node:
             self.transport.send_many(dst, coalesce(msgs), encoded)
 
     # --- status -------------------------------------------------------------------------------
+
+    def _hand_over_status(self) -> None:
+        """A fresh status to the status file's writer and the metrics' scrapes: each reads it on
+        its own thread, so it is never changed once handed over."""
+        if self.status_file is None and self.metrics is None:
+            return
+        status = self.status()
+        if self.metrics is not None:
+            self.metrics.status = status
+        if self.status_file is not None:
+            self.status_file.put(status)
 
     def _rejected_from(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

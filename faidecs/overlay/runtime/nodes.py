@@ -20,6 +20,7 @@ def open_node(
     log_dir: Path,
     status_dir: Path | None = None,
     state_dir: Path | None = None,
+    metrics: tuple[str, int] | None = None,
 ) -> Node:
     """The node that ``process`` of ``deployment`` is: a server, a subscriber or a publisher."""
     if process not in deployment.processes():
@@ -31,7 +32,9 @@ def open_node(
         kind = SubscriberNode
     else:
         kind = PublisherNode
-    return kind(deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir, state_dir=state_dir)
+    return kind(
+        deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir, state_dir=state_dir, metrics=metrics
+    )
 
 
 __all__ = ["open_node"]

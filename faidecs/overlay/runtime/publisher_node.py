@@ -57,8 +57,25 @@ class PublisherNode(Node):
         log_dir: Path,
         status_dir: Path | None = None,
         state_dir: Path | None = None,
+        metrics: tuple[str, int] | None = None,
     ):
-        super().__init__(deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir, state_dir=state_dir)
+        super().__init__(
+            deployment,
+            process,
+            zookeeper,
+            log_dir=log_dir,
+            status_dir=status_dir,
+            state_dir=state_dir,
+            metrics=metrics,
+        )
+        self.acknowledged = 0  # publications a root leader acknowledged (Ordered) in this incarnation
+        self.ack_latency: Any = None
+        if self.metrics is not None:
+            self.ack_latency = self.metrics.histogram(
+                "faidecs_overlay_acknowledgement_latency_seconds",
+                "From a publication's (last) send to its root leader's acknowledgement that it is committed.",
+                [],
+            ).labels(process)
         self.publisher = deployment.publishers[process]
         self.events: Iterator[dict[str, Any]] | None = read_events(deployment.path(self.publisher.events))
         self.validator = EventValidator(deployment.types)
@@ -126,7 +143,13 @@ class PublisherNode(Node):
 
     def _core_handle(self, src: str, msg: Message, now: int) -> list[Send]:
         if isinstance(msg, Ordered) and self.publications is not None:
-            self.publications.ordered(msg.seqs)
+            if self.ack_latency is not None:
+                held = self.publications.unacked
+                for seq in msg.seqs:
+                    u = held.get(seq)
+                    if u is not None and u.sent_at > 0:  # 0: recovered from disk, sent before this run
+                        self.ack_latency.observe(max(0, now - u.sent_at) / 1000)
+            self.acknowledged += len(self.publications.ordered(msg.seqs))
         elif isinstance(msg, Up) and self.publications is not None:
             # A root replica is back: what it may have missed goes again (its peers drop copies).
             roles = [r for r in self.d.roles if msg.process in self.d.placement(r)]
@@ -210,6 +233,7 @@ class PublisherNode(Node):
         if self.publications is not None:
             out["unacked"] = len(self.publications.unacked)
             out["resent"] = self.publications.resent
+            out["acknowledged"] = self.acknowledged
         return out
 
 

@@ -47,6 +47,7 @@ class ServerNode(Node):
         log_dir: Path,
         status_dir: Path | None = None,
         state_dir: Path | None = None,
+        metrics: tuple[str, int] | None = None,
     ):
         self.udp_publishers = set(deployment.udp_publishers())
         roles: dict[Role, tuple[str, ...]] = {}
@@ -84,7 +85,14 @@ class ServerNode(Node):
             )
             roles[role] = deployment.placement(role)
         super().__init__(
-            deployment, process, zookeeper, log_dir=log_dir, status_dir=status_dir, state_dir=state_dir, roles=roles
+            deployment,
+            process,
+            zookeeper,
+            log_dir=log_dir,
+            status_dir=status_dir,
+            state_dir=state_dir,
+            roles=roles,
+            metrics=metrics,
         )
         self.host = ServerHost(process, replicas, deployment.root_role)
         self.journals: dict[Role, ReplicaJournal] = {}
@@ -106,6 +114,17 @@ class ServerNode(Node):
         # moved in it (wall clock, s): a failover's length, seen from the new leader.
         self.epochs: dict[Role, dict[str, float]] = {}
         self.anomalies = Anomalies(process)
+        # Metrics: per role, the commit position up to which commits were observed, and the
+        # histogram of decision-to-commit latency (runtime/metrics.py).
+        self.observed: dict[Role, int] = {}
+        self.commit_latency: dict[Role, Any] = {}
+        if self.metrics is not None:
+            histogram = self.metrics.histogram(
+                "faidecs_overlay_commit_latency_seconds",
+                "From an event's decision (its leader's clock) to its commit at this replica (this process's clock).",
+                ["role"],
+            )
+            self.commit_latency = {role: histogram.labels(process, role_name(role)) for role in self.host.replicas}
 
     def _recover(self) -> None:
         """Open each durable replica's journal and give it back what a previous run kept."""
@@ -174,11 +193,27 @@ class ServerNode(Node):
         self._persist()
         for role, r in self.host.replicas.items():
             self.anomalies.report(role, _anomalies(r), now)
+            if self.commit_latency:
+                self._observe_commits(role, r)
             seen = self.epochs.get(role)
             if seen is None or seen["epoch"] != r.log.epoch:
                 self.epochs[role] = {"epoch": r.log.epoch, "epoch_at": time.time(), "commit_then": r.log.commit}
             elif "first_commit_at" not in seen and r.log.commit > seen["commit_then"] and r.is_leading():
                 seen["first_commit_at"] = time.time()
+
+    def _observe_commits(self, role: Role, r: MergerReplica) -> None:
+        """The decision-to-commit latency of the events committed here since the last pass."""
+        log = r.log
+        committed_at = log.committed_at
+        last = self.observed.get(role)
+        self.observed[role] = log.commit
+        if last is None or log.commit < last:
+            return  # the first look (a restored log was committed before), or a log taken anew
+        histogram = self.commit_latency[role]
+        for p in range(last + 1, min(log.commit + 1, len(committed_at))):
+            d = log.decisions[p]
+            if d.kind == "event":
+                histogram.observe(max(0, committed_at[p] - d.ts) / 1000)
 
     def _committed(self, role: Role, decision: Decision, event: Event | None) -> None:
         """A root fed by UDP publishers committed ``decision``: the run log's publication of a UDP

@@ -22,7 +22,7 @@ from faidecs.overlay.core.checkpoint import CheckpointPolicy, SubscriberCheckpoi
 from faidecs.overlay.core.messages import Message, Send
 from faidecs.overlay.core.subscriber import SubscriberClient
 from faidecs.overlay.runtime.deployment import Deployment
-from faidecs.overlay.runtime.node import Node
+from faidecs.overlay.runtime.node import Node, now_ms
 
 
 class SubscriberNode(Node):
@@ -38,6 +38,7 @@ class SubscriberNode(Node):
         log_dir: Path,
         status_dir: Path | None = None,
         state_dir: Path | None = None,
+        metrics: tuple[str, int] | None = None,
     ):
         subscription = deployment.subscription(process)
         spec = deployment.subscribers[process]
@@ -49,7 +50,17 @@ class SubscriberNode(Node):
             status_dir=status_dir,
             state_dir=state_dir,
             subscription=subscription.source or subscription.to_source(),
+            metrics=metrics,
         )
+        self.subscription_name = subscription.name
+        self.delivery_latency: Any = None
+        if self.metrics is not None:
+            self.delivery_latency = self.metrics.histogram(
+                "faidecs_overlay_delivery_latency_seconds",
+                "From the decision of the event a delivery's relation was made at (its merger's leader's "
+                "clock) to the delivery (this process's clock).",
+                ["subscription"],
+            ).labels(process, subscription.name)
         durability = deployment.durability
         policy = CheckpointPolicy(durability.checkpoint_every, durability.checkpoint_ms)
         self.checkpoint_path = self.state_dir / "checkpoint" if self.state_dir is not None else None
@@ -115,10 +126,17 @@ class SubscriberNode(Node):
     def deliver(self, process: str, conjunction: int, relation: tuple[str, ...]) -> None:
         self.delivered += 1
         self.log.deliver(conjunction, relation)
+        if self.delivery_latency is not None:
+            self._observe_delivery()
 
     def deliver_identified(self, process: str, delivery: str, conjunction: int, relation: tuple[str, ...]) -> None:
         self.delivered += 1
         self.log.deliver(conjunction, relation, delivery)
+        if self.delivery_latency is not None:
+            self._observe_delivery()
+
+    def _observe_delivery(self) -> None:
+        self.delivery_latency.observe(max(0, now_ms() - self.client.release_ts) / 1000)
 
     def snapshot_taken(self, peer: str, joiner: str) -> int:
         return self.log.now()
@@ -155,6 +173,7 @@ class SubscriberNode(Node):
         """Its deliveries, whether its streams started, and what reached its engines."""
         out = super().status()
         out["delivered"] = self.delivered
+        out["subscription"] = self.subscription_name
         out["started"] = self.client.started()
         out["fed"], out["fed_at"] = self.fed, self.fed_at
         out["foreign"] = self.client.foreign
