@@ -59,7 +59,7 @@ class Intake:
             raise
 
 
-def _reason(err: EventError) -> str:
+def reason(err: EventError) -> str:
     """The error without the ``line 1`` a one-message 'line' would add."""
     text = str(err)
     return text.removeprefix("line 1, ").removeprefix("line 1: ")
@@ -68,7 +68,7 @@ def _reason(err: EventError) -> str:
 def dead_letter(source: str, where: str, err: EventError, payload: bytes) -> bytes:
     """The dead letter of ``payload``: ``{"source", "where", "error", "payload" | "payload_base64",
     "payload_bytes"}`` as JSON (a payload that is not UTF-8 goes as base64; a long one is cut)."""
-    record: dict[str, object] = {"source": source, "where": where, "error": _reason(err)}
+    record: dict[str, object] = {"source": source, "where": where, "error": reason(err)}
     cut = payload[:DEAD_PAYLOAD_CHARS]
     try:
         record["payload"] = cut.decode("utf-8")
@@ -80,4 +80,4 @@ def dead_letter(source: str, where: str, err: EventError, payload: bytes) -> byt
     return json.dumps(record, ensure_ascii=False).encode("utf-8")
 
 
-__all__ = ["DEAD_PAYLOAD_CHARS", "Counts", "Intake", "dead_letter"]
+__all__ = ["DEAD_PAYLOAD_CHARS", "Counts", "Intake", "dead_letter", "reason"]

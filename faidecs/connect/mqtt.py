@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from faidecs.connect.base import LOG, delivery_bytes, missing_extra
 from faidecs.connect.dedupe import RecentIds
-from faidecs.connect.intake import Counts, Intake, dead_letter
+from faidecs.connect.intake import Counts, Intake, dead_letter, reason
 from faidecs.connect.urls import BrokerUrl, ConnectError, parse_url, wildcard
 from faidecs.errors import EventError
 from faidecs.grammar.model import EventType
@@ -145,9 +145,16 @@ class _Connection:
     def ack(self, message: MQTTMessage) -> None:
         self.client.ack(message.mid, message.qos)
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Disconnect once what is queued (acknowledgements above all) went out; paho's thread
+        writes its queue in order, DISCONNECT last."""
         self.client.disconnect()
-        self.client.loop_stop()
+        if self.connected is not None:
+            for _ in range(40):
+                if not self.connected.is_set():
+                    break
+                await asyncio.sleep(0.05)
+        await asyncio.to_thread(self.client.loop_stop)
 
 
 def _settle(future: asyncio.Future[None]) -> None:
@@ -201,7 +208,7 @@ class MqttSource:
                 data = dead_letter(self.url.text, where, err, payload)
                 await conn.publish(self.dead, data, 1)
                 self.counts.dead_lettered += 1
-                LOG.warning("%s: dead letter (%s): %s", self.url.text, where, err)
+                LOG.warning("%s: dead letter (%s): %s", self.url.text, where, reason(err))
                 conn.ack(message)
                 continue
             if event.id in self.recent:
@@ -224,7 +231,7 @@ class MqttSource:
         """Disconnect; the session stays with the broker, and what was not acknowledged comes again."""
         conn, self._conn = self._conn, None
         if conn is not None:
-            conn.close()
+            await conn.close()
 
 
 class MqttSink:
@@ -257,7 +264,7 @@ class MqttSink:
     async def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            conn.close()
+            await conn.close()
 
 
 __all__ = ["MqttSink", "MqttSource"]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from faidecs.connect.base import LOG, delivery_bytes, delivery_key, missing_extra, retrying
 from faidecs.connect.dedupe import RecentIds
-from faidecs.connect.intake import Counts, Intake, dead_letter
+from faidecs.connect.intake import Counts, Intake, dead_letter, reason
 from faidecs.connect.urls import BrokerUrl, ConnectError, parse_url, wildcard
 from faidecs.errors import EventError
 from faidecs.grammar.model import EventType
@@ -203,7 +203,7 @@ class NatsSource:
         js = self._js
         await retrying(f"dead letter to {self.dead}", lambda: js.publish(self.dead, data), _errors())
         self.counts.dead_lettered += 1
-        LOG.warning("%s: dead letter (%s): %s", self.url.text, where, err)
+        LOG.warning("%s: dead letter (%s): %s", self.url.text, where, reason(err))
 
     async def _ack(self, msg: Msg) -> None:
         try:

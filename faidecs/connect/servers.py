@@ -14,6 +14,8 @@ consumers, sessions and queued messages come back). Both are Debian packages tha
 from __future__ import annotations
 
 import atexit
+import os
+import pwd
 import shutil
 import signal
 import socket
@@ -187,6 +189,9 @@ class MosquittoServer(_Server):
             "\n".join(
                 [
                     f"listener {self.port} 127.0.0.1",
+                    # Started as root, mosquitto would switch to the user mosquitto, who cannot
+                    # write this folder: stay who we are.
+                    f"user {pwd.getpwuid(os.getuid()).pw_name}",
                     "allow_anonymous true",
                     "persistence true",
                     f"persistence_location {self.dir}/",
