@@ -154,18 +154,26 @@ class NatsSource:
         return self._events()
 
     async def _events(self) -> AsyncIterator[Event]:
-        await self.start()
-        while True:
-            msg = await self._next()
-            event = await self._take(msg)
-            if event is None:
-                continue
+        async for event, msg in self.messages():
             self._pending = msg
             yield event
             # Resumed for the next one: the engine has taken this one.
             await self.ack_pending()
 
-    async def _take(self, msg: Msg) -> Event | None:
+    async def messages(self, *, dedupe: bool = True) -> AsyncIterator[tuple[Event, Msg]]:
+        """Each good message's event with the message, for a caller that acknowledges messages
+        itself (:meth:`ack`) once it has made their events safe. Malformed messages are handled
+        (and acknowledged) here, as by ``async for``; so are redeliveries, unless ``dedupe`` is
+        off: a caller that holds taken events a while before they are safe must recognise copies
+        itself, since acknowledging a copy acknowledges the message."""
+        await self.start()
+        while True:
+            msg = await self._next()
+            event = await self._take(msg, dedupe)
+            if event is not None:
+                yield event, msg
+
+    async def _take(self, msg: Msg, dedupe: bool = True) -> Event | None:
         """The message's event, or None once it was dropped (a redelivery) or dead-lettered."""
         try:
             event = self.intake.event(msg.data)
@@ -173,11 +181,12 @@ class NatsSource:
             await self._dead_letter(msg, err)
             await self._ack(msg)
             return None
-        if event.id in self.recent:
-            self.counts.duplicates += 1
-            await self._ack(msg)
-            return None
-        self.recent.add(event.id)
+        if dedupe:
+            if event.id in self.recent:
+                self.counts.duplicates += 1
+                await self._ack(msg)
+                return None
+            self.recent.add(event.id)
         self.counts.taken += 1
         return event
 
@@ -204,6 +213,11 @@ class NatsSource:
         await retrying(f"dead letter to {self.dead}", lambda: js.publish(self.dead, data), _errors())
         self.counts.dead_lettered += 1
         LOG.warning("%s: dead letter (%s): %s", self.url.text, where, reason(err))
+
+    async def ack(self, msg: Msg) -> None:
+        """Acknowledge ``msg`` (one :meth:`messages` yielded); a failure is logged, not raised:
+        JetStream then redelivers it after ``ack_wait`` and the window drops it."""
+        await self._ack(msg)
 
     async def _ack(self, msg: Msg) -> None:
         try:
