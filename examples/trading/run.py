@@ -54,7 +54,7 @@ def deployment_text(base_port: int, nats_port: int, count: int) -> str:
         f'[subscribers.{name}]\naddress = "tcp://127.0.0.1:{base_port + 10 + k}"\nsubscription = "{sub}"\n\n'
         for k, (name, sub) in enumerate(SUBSCRIBERS.items(), start=1)
     )
-    source = f"nats://127.0.0.1:{nats_port}/{SUBJECT}?durable=overlay&dead={DEAD}"
+    source = f"nats://127.0.0.1:{nats_port}/{SUBJECT}?durable=overlay&dead={DEAD}&ack_wait=3"
     return (
         f'name = "trading{base_port}"\nprogram = "trading.fdc"\nreplicas = 3\nkeys = "keys"\n\n'
         f"[servers]\n{servers}\n{subscribers}"

@@ -35,7 +35,7 @@ class Taken:
 class NatsFeed:
     """``url``'s events (``nats://…`` only), read ahead on a thread into a queue of ``capacity``."""
 
-    def __init__(self, url: BrokerUrl | str, types: Mapping[str, EventType], *, capacity: int = 1024):
+    def __init__(self, url: BrokerUrl | str, types: Mapping[str, EventType], *, capacity: int = 256):
         self.source = NatsSource(url, types)
         self.url = self.source.url
         self.taken: queue.Queue[Taken] = queue.Queue(capacity)

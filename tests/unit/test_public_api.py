@@ -22,7 +22,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # The public modules, as docs/architecture.md lists them: each defines __all__, and its __all__
 # is its public API. faidecs.spark.stream is a module of its own because it imports PySpark's
 # streaming API when imported (faidecs.spark does not import PySpark).
-PUBLIC = ("faidecs", "faidecs.overlay", "faidecs.spark", "faidecs.spark.stream", "faidecs.lab", "faidecs.properties")
+PUBLIC = (
+    "faidecs",
+    "faidecs.overlay",
+    "faidecs.spark",
+    "faidecs.spark.stream",
+    "faidecs.lab",
+    "faidecs.properties",
+    "faidecs.connect",
+)
 
 # Internal modules the docs show anyway, and where: docs/ordering.md drives the ordering layers'
 # research harness by its module paths (internal, no compatibility promise; docs/architecture.md
