@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -202,3 +203,51 @@ def test_faidecs_run_reads_a_subject_and_prints_the_counts(server: NatsServer) -
         f"faidecs: {len(events)} events taken, {deliveries} deliveries, 0 dead-lettered, 0 duplicates dropped"
     )
     assert asyncio.run(_read(server, "cli.out")) == expected(events)
+
+
+def test_faidecs_run_stops_cleanly_at_sigterm_with_everything_taken_acknowledged(server: NatsServer) -> None:
+    events = stock_events(30, "st")
+    # Cut after the last event that completes a relation: once its delivery is out, all are taken.
+    events = events[
+        : max(k for k in range(1, len(events) + 1) if len(expected(events[:k])) > len(expected(events[: k - 1])))
+    ]
+    asyncio.run(_publish(server, "st.in", [payload(e) for e in events]))
+    command = [sys.executable, "-m", "faidecs.cli.main", "run", "--program", str(ROOT / "examples" / "stock.fdc"),
+               "--source", server.url("st.in"), "--matcher", "reference"]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    want = expected(events)
+    assert proc.stdout is not None
+    got = [json.loads(proc.stdout.readline()) for _ in want]  # every event taken: its deliveries are out
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert got == want and out == ""
+    assert err.strip().splitlines()[-1] == (
+        f"faidecs: {len(events)} events taken, {len(want)} deliveries, 0 dead-lettered, 0 duplicates dropped"
+    )
+
+    async def nothing_left() -> None:  # every event was acknowledged: the durable has none to give
+        engine = Engine.from_source(PROGRAM, matcher="reference")
+        again = NatsSource(server.url("st.in"), engine.types)
+        await again.start()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(anext(aiter(again)), 1.5)
+        await again.close()
+
+    asyncio.run(nothing_left())
+
+
+def test_the_python_example_of_docs_connectors_runs(server: NatsServer) -> None:
+    text = (ROOT / "docs" / "connectors.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    # The reference matcher: the compiled one would spend its first half minute compiling.
+    code = code.replace("127.0.0.1:4222", f"127.0.0.1:{server.port}").replace(
+        ".read())", ".read(), matcher='reference')"
+    )
+    events = stock_events(100, "doc")
+    asyncio.run(_publish(server, "quotes", [payload(e) for e in events]))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    want = expected(events)
+    assert result.stdout == f"100 {len(want)} 100 events taken, 0 dead-lettered, 0 duplicates dropped\n"
+    assert asyncio.run(_read(server, "alerts")) == want
