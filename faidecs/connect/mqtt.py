@@ -78,12 +78,14 @@ class _Connection:
         self.messages: asyncio.Queue[MQTTMessage] = asyncio.Queue()
         self.connected: asyncio.Event | None = None
         self._published: dict[int, asyncio.Future[None]] = {}
+        self._unsubscribed: dict[int, asyncio.Future[None]] = {}
         self._done_early: set[int] = set()
         self._lock = threading.RLock()
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
         self.client.on_message = self._on_message
         self.client.on_publish = self._on_publish
+        self.client.on_unsubscribe = self._on_unsubscribe
 
     async def open(self, timeout: float = 5.0) -> None:
         self.loop = asyncio.get_running_loop()
@@ -142,12 +144,35 @@ class _Connection:
                 self._published[info.mid] = future
         await future
 
+    async def _sync(self, timeout: float = 2.0) -> None:
+        """A round trip (UNSUBSCRIBE of a filter never subscribed, answered by UNSUBACK): the
+        broker handles a client's packets in order, so it has processed every PUBACK sent
+        before. Closing without it loses them when unread messages make the close a reset,
+        and the broker then sends those messages again."""
+        assert self.loop is not None
+        future: asyncio.Future[None] = self.loop.create_future()
+        with self._lock:
+            _, mid = self.client.unsubscribe("faidecs-sync/none")
+            if mid is not None:
+                self._unsubscribed[mid] = future
+        try:
+            await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            LOG.debug("%s: no UNSUBACK before closing", self.url.text)
+
+    def _on_unsubscribe(self, client: Client, userdata: Any, mid: int, reasons: Any, properties: Any) -> None:
+        with self._lock:
+            future = self._unsubscribed.pop(mid, None)
+        if future is not None:
+            self._call(_settle, future)
+
     def ack(self, message: MQTTMessage) -> None:
         self.client.ack(message.mid, message.qos)
 
     async def close(self) -> None:
-        """Disconnect once what is queued (acknowledgements above all) went out; paho's thread
-        writes its queue in order, DISCONNECT last."""
+        """Disconnect once the broker has processed what was sent (acknowledgements above all)."""
+        if self.connected is not None and self.connected.is_set():
+            await self._sync()
         self.client.disconnect()
         if self.connected is not None:
             for _ in range(40):

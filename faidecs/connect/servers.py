@@ -200,7 +200,6 @@ class MosquittoServer(_Server):
                     "autosave_interval 1",
                     # Every message of a persistent session is kept while its client is away.
                     "max_queued_messages 0",
-                    "max_inflight_messages 0",
                     f"log_dest file {self.dir}/server.log",
                     "log_type error",
                     "log_type warning",
