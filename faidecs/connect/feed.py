@@ -108,6 +108,12 @@ class NatsFeed:
         stopper.cancel()
         await asyncio.gather(reader, stopper, return_exceptions=True)
         await asyncio.sleep(0.05)  # acknowledgements scheduled just before the stop
+        # Read but never polled: handed back for immediate redelivery (else after ack_wait).
+        while (left := self.poll()) is not None:
+            try:
+                await left.message.nak()
+            except Exception as exc:  # noqa: BLE001 (redelivered after ack_wait instead)
+                LOG.debug("%s: nak failed (%s)", self.url.text, exc)
         await self.source.close()
 
     async def _read(self) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +18,7 @@ import pytest
 
 mqtt = pytest.importorskip("paho.mqtt.client")  # the `mqtt` extra; CI installs it
 
-from connector_helpers import PROGRAM, expected, payload, stock_events
+from connector_helpers import PROGRAM, ROOT, expected, payload, stock_events
 from paho.mqtt.enums import CallbackAPIVersion
 
 from faidecs import Engine
@@ -142,3 +144,28 @@ def test_a_consumer_killed_before_it_acknowledged_gets_the_event_again(server: M
         assert delivered == expected(events)
 
     asyncio.run(run())
+
+
+def test_faidecs_run_reads_a_topic_and_publishes_to_a_topic(server: MosquittoServer) -> None:
+    events = stock_events(25, "m4")
+    out = Reader(server, "m4/out")
+
+    async def subscribe_first() -> None:  # the source's session exists before anything is published
+        source = MqttSource(server.url("m4/in"), Engine.from_source(PROGRAM, matcher="reference").types)
+        await source.start()
+        await source.close()
+
+    asyncio.run(subscribe_first())
+    publish(server, "m4/in", [payload(e) for e in events])
+    result = subprocess.run(
+        [sys.executable, "-m", "faidecs.cli.main", "run", "--program", str(ROOT / "examples" / "stock.fdc"),
+         "--source", server.url("m4/in"), "--sink", server.url("m4/out"), "--max-events", str(len(events)),
+         "--matcher", "reference"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    want = expected(events)
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"faidecs: {len(events)} events taken, {len(want)} deliveries, 0 dead-lettered, 0 duplicates dropped"
+    )
+    assert out.wait_for(len(want)) == want
