@@ -9,7 +9,18 @@ the source a URL names. docs/connectors.md says what each guarantees.
 
 from faidecs.connect.base import Sink, Source
 from faidecs.connect.intake import Counts
-from faidecs.connect.pump import open_sink, open_source, pump
+from faidecs.connect.pump import PumpSummary, open_sink, open_source, pump
 from faidecs.connect.urls import BrokerUrl, ConnectError, parse_url
 
-__all__ = ["BrokerUrl", "ConnectError", "Counts", "Sink", "Source", "open_sink", "open_source", "parse_url", "pump"]
+__all__ = [
+    "BrokerUrl",
+    "ConnectError",
+    "Counts",
+    "PumpSummary",
+    "Sink",
+    "Source",
+    "open_sink",
+    "open_source",
+    "parse_url",
+    "pump",
+]

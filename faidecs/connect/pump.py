@@ -59,9 +59,9 @@ async def pump(
     max_events: int | None = None,
     stop: asyncio.Event | None = None,
 ) -> PumpSummary:
-    """Run until ``max_events`` events were taken or ``stop`` is set; then acknowledge the last
-    event taken and close the source (and sink). The counts of what the source dropped are on
-    the source (``source.counts``)."""
+    """Run until ``max_events`` events were taken (the last one is then acknowledged) or ``stop``
+    is set, then close the source (and sink). The counts of what the source dropped are on the
+    source (``source.counts``)."""
     summary = PumpSummary()
     if max_events is not None and max_events < 1:
         raise ConnectError("max_events must be positive")
@@ -80,8 +80,8 @@ async def pump(
                 await source.ack_pending()
                 return
 
+    task = asyncio.ensure_future(run())
     try:
-        task = asyncio.ensure_future(run())
         waits: set[asyncio.Future[Any]] = {task}
         stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
         if stopper is not None:
@@ -101,6 +101,9 @@ async def pump(
         else:
             task.result()
     finally:
+        if not task.done():  # pump itself was cancelled
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         await source.close()
         if sink is not None:
             await sink.close()
