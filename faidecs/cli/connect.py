@@ -8,6 +8,7 @@ import asyncio
 import json
 import signal
 import sys
+from collections.abc import Callable
 from typing import IO
 
 from faidecs.cli.inputs import CliError
@@ -36,13 +37,17 @@ def check_args(args: argparse.Namespace) -> None:
             raise CliError(f"{option} does not go with --source (malformed messages go to the dead-letter subject)")
 
 
-def run_source(args: argparse.Namespace, engine: Engine, out: IO[str]) -> int:
+def run_source(args: argparse.Namespace, engine: Engine, out: IO[str], text: Callable[[Delivery], str]) -> int:
+    """``text``: a delivery as ``--format text`` shows it."""
     source = open_source(args.source, engine.types)
     sink = open_sink(args.sink) if args.sink else None
 
     def emit(d: Delivery) -> None:
-        out.write(json.dumps(d.to_json(with_events=args.with_events), ensure_ascii=False) + "\n")
-        out.flush()
+        if args.format == "text":
+            out.write(text(d) + "\n")
+        else:
+            out.write(json.dumps(d.to_json(with_events=args.with_events), ensure_ascii=False) + "\n")
+        out.flush()  # a consumer of a stream reads each delivery as it comes
 
     async def main() -> int:
         stop = asyncio.Event()
