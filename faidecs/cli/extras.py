@@ -19,6 +19,8 @@ EXTRA_OF = {
     "pysyncobj": "overlay",
     "pyspark": "spark",
     "prometheus_client": "metrics",
+    "nats": "nats",
+    "paho": "mqtt",
 }
 
 #: what an extra needs besides its Python packages

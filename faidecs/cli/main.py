@@ -114,6 +114,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         from faidecs.cli.metrics import require_prometheus
 
         require_prometheus()  # before anything is read or written
+    from faidecs.cli.connect import check_args
+
+    check_args(args)
     if args.program == "-" and args.events == "-":
         raise CliError("--program and --events cannot both read standard input")
     source_name = "<stdin>" if args.events == "-" else args.events
@@ -124,6 +127,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif args.overflow != "drop-oldest":
         raise CliError("--overflow needs --max-queue")
     engine = Engine.from_source(text, filename=args.program, matcher=args.matcher, bounds=bounds)
+    if args.source is not None:
+        from faidecs.cli.connect import run_source
+
+        with _open_out(args.out) as out:
+            code = run_source(args, engine, out, _format_text)
+        if args.state_out:
+            with _open_out(args.state_out) as f:
+                f.write(json.dumps(engine.state_json(), ensure_ascii=False) + "\n")
+        return code
     if args.on_error == "skip":
         rejects_path = args.rejects or ("stdin.rejects.jsonl" if args.events == "-" else f"{args.events}.rejects.jsonl")
     elif args.rejects:
@@ -288,7 +300,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a program on a JSON-lines event stream")
     run.add_argument("--program", required=True, help="program file")
-    run.add_argument("--events", required=True, help="events, one JSON object a line ('-' for stdin)")
+    run.add_argument("--events", help="events, one JSON object a line ('-' for stdin)")
+    run.add_argument(
+        "--source", help="events from a broker instead: nats://HOST:PORT/SUBJECT or mqtt://HOST:PORT/TOPIC"
+    )
+    run.add_argument("--sink", help="with --source: deliveries to nats://HOST:PORT/SUBJECT or mqtt://HOST:PORT/TOPIC")
+    run.add_argument("--max-events", type=_positive, help="with --source: stop after N events (else at SIGINT/SIGTERM)")
     run.add_argument("--out", default="-", help="deliveries as JSON lines (default: stdout)")
     run.add_argument("--state-out", help="write the queues after the last event to this file ('-': stdout)")
     run.add_argument("--on-error", choices=("stop", "skip"), default="stop", help="what to do with a bad line")

@@ -35,6 +35,12 @@ def _load(tmp_path: Path, text: str) -> object:
     return load_deployment(tmp_path / "d.toml")
 
 
+def test_a_publisher_may_read_a_nats_subject(tmp_path: Path) -> None:
+    d = _load(tmp_path, GOOD.replace('events = "e.jsonl"', 'source = "nats://h:4222/q?durable=d"\nmax_events = 9'))
+    publisher = d.publishers["p1"]  # type: ignore[attr-defined]
+    assert (publisher.events, publisher.source, publisher.max_events) == (None, "nats://h:4222/q?durable=d", 9)
+
+
 def test_a_good_file_gives_roles_placement_and_addresses(tmp_path: Path) -> None:
     d = _load(tmp_path, GOOD)
     assert d.roles == [("A",), ("B",), ("A", "B")]  # type: ignore[attr-defined]
@@ -60,11 +66,27 @@ def test_a_good_file_gives_roles_placement_and_addresses(tmp_path: Path) -> None
         (("replicas = 2", "replicas = 2\ncolour = 1"), "colour: Extra inputs are not permitted"),
         (('program = "p.fdc"', 'program = "nope.fdc"'), "nope.fdc: No such file or directory"),
         (("replicas = 2", "replicas = [2"), "not TOML"),
+        (('events = "e.jsonl"', ""), "give events (a file) or source (a nats:// URL), one of them"),
+        (('events = "e.jsonl"', 'events = "e.jsonl"\nsource = "nats://h/q"'), "give events (a file) or source"),
+        (('events = "e.jsonl"', 'source = "nats://h/q?bogus=1"'), "nats://h/q?bogus=1: unknown option 'bogus'"),
+        (('events = "e.jsonl"', 'source = "mqtt://h/q"'), "mqtt://h/q: a publisher reads NATS JetStream only"),
+        (('events = "e.jsonl"', 'events = "e.jsonl"\nmax_events = 5'), "max_events goes with source"),
+        (
+            ('events = "e.jsonl"', 'source = "nats://h/q"\ntransport = "udp"'),
+            "a publisher with a broker source needs transport",
+        ),
+        (
+            ('events = "e.jsonl"', 'source = "nats://h/q"', "replicas = 2", 'replicas = 2\nordering = "raft"'),
+            "publisher p1: a broker source needs the overlay's ordering",
+        ),
     ],
 )
-def test_mistakes_name_the_file_and_the_field(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+def test_mistakes_name_the_file_and_the_field(tmp_path: Path, change: tuple[str, ...], message: str) -> None:
+    text = GOOD
+    for old, new in zip(change[::2], change[1::2]):
+        text = text.replace(old, new)
     with pytest.raises(DeploymentError) as err:
-        _load(tmp_path, GOOD.replace(*change))
+        _load(tmp_path, text)
     assert "d.toml" in str(err.value) or "nope.fdc" in str(err.value)
     assert message in str(err.value)
 

@@ -30,6 +30,7 @@ PUBLIC = (
     "faidecs.lab",
     "faidecs.properties",
     "faidecs.metrics",
+    "faidecs.connect",
 )
 
 # Internal modules the docs show anyway, and where: docs/ordering.md drives the ordering layers'

@@ -19,6 +19,7 @@ with the field's path::
     [publishers.p1]
     address = "tcp://127.0.0.1:7201"
     events = "events.jsonl"        # JSON lines, published in file order
+    # source = "nats://127.0.0.1:4222/quotes"   # or a NATS JetStream subject (docs/connectors.md)
     rate = 2000                    # events per second (0: as fast as the links take them)
     # transport = "udp"            # sealed datagrams to the root replicas, latch stage in front
 
@@ -137,7 +138,13 @@ class PublisherSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     address: str
-    events: str
+    #: one of: a JSON-lines file of events, published in file order ...
+    events: str | None = None
+    #: ... or a broker subject, ``nats://host:port/subject?durable=..`` (docs/connectors.md): each
+    #: message is acknowledged once its publication is committed in the outbox
+    source: str | None = None
+    #: with ``source``: done after this many publications (none: it reads until stopped)
+    max_events: int | None = Field(default=None, ge=1)
     rate: float = Field(default=0, ge=0)
     #: zmq: reliable FIFO links (CurveZMQ). udp: one sealed datagram per root replica, unordered and
     #: lossy, with the latch stage in front of the root replicas (docs/ordering-latch-stage.md)
@@ -148,6 +155,34 @@ class PublisherSpec(BaseModel):
     udp_test_swap: float = Field(default=0, ge=0, le=1)
 
     _check = field_validator("address")(_address)
+
+    @field_validator("source")
+    @classmethod
+    def _broker(cls, value: str | None) -> str | None:
+        if value is not None:
+            from faidecs.connect.urls import ConnectError, parse_url
+
+            try:
+                url = parse_url(value)
+            except ConnectError as exc:
+                raise ValueError(str(exc)) from None
+            if url.scheme != "nats":
+                raise ValueError(
+                    f"{value}: a publisher reads NATS JetStream only (it resumes by the stream's sequence numbers)"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _one_input(self) -> PublisherSpec:
+        if (self.events is None) == (self.source is None):
+            raise ValueError("give events (a file) or source (a nats:// URL), one of them")
+        if self.source is not None and self.transport != "zmq":
+            raise ValueError(
+                'a publisher with a broker source needs transport = "zmq" (it acknowledges through its outbox)'
+            )
+        if self.max_events is not None and self.source is None:
+            raise ValueError("max_events goes with source")
+        return self
 
 
 class LatchSettings(BaseModel):
@@ -261,6 +296,11 @@ class Deployment(BaseModel):
                 raft = self.raft_address(server)
                 if int(raft.rsplit(":", 1)[1]) > 65535 or f"tcp://{raft}" in addresses:
                     raise ValueError(f"server {server}: its Raft address {raft} (raft_port_offset) is taken or no port")
+        for name, pub in self.publishers.items():
+            if pub.source is not None and self.ordering == "raft":
+                raise ValueError(
+                    f"publisher {name}: a broker source needs the overlay's ordering (Raft does not acknowledge)"
+                )
         if self.udp_publishers():
             if self.ordering != "overlay":
                 raise ValueError('UDP publishers need ordering = "overlay"')

@@ -1,5 +1,10 @@
-"""A publisher process: the events of a file, sent to the root mergers' replicas (or over UDP)
-at the deployment's rate, each logged as sent."""
+"""A publisher process: the events of a file, or of a NATS JetStream subject, sent to the root
+mergers' replicas (or over UDP) at the deployment's rate, each logged as sent.
+
+A broker's message is acknowledged once its publication is committed in the outbox (the end of
+the loop pass that sent it). The outbox's "line" of a broker event is its stream sequence: a
+restarted publisher acknowledges, without publishing again, every message up to the last one it
+committed, and JetStream redelivers the rest."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from faidecs.connect.feed import NatsFeed
 from faidecs.errors import EventError, FaidecsError
 from faidecs.matching.events import EventValidator
 from faidecs.net.processlog import ProcessLog
@@ -44,6 +50,26 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
             yield {**event, "_line": f"{path}:{number}"}
 
 
+#: Milliseconds a broker publisher with nothing read waits for the broker (its feed's thread
+#: cannot wake the loop's poll).
+BROKER_POLL_MS = 5
+
+
+def broker_events(feed: NatsFeed) -> Iterator[dict[str, Any] | None]:
+    """The feed's events as the file's are read (``_line``: where, ending in the stream sequence,
+    which the outbox keeps as the event's line), with ``_message`` to acknowledge; None when
+    nothing was read yet."""
+    while True:
+        if feed.error is not None:
+            raise FaidecsError(f"{feed.url.text}: {feed.error}")
+        taken = feed.poll()
+        if taken is None:
+            yield None
+            continue
+        where = f"{feed.url.text}, stream seq:{taken.seq}"
+        yield {**taken.event.to_json(), "_line": where, "_message": taken.message}
+
+
 class PublisherNode(Node):
     """A publisher: the events of its file, in order, at its rate, to the replicas of each event's
     root merger (over the overlay's links, or as UDP datagrams)."""
@@ -77,7 +103,15 @@ class PublisherNode(Node):
                 [],
             ).labels(process)
         self.publisher = deployment.publishers[process]
-        self.events: Iterator[dict[str, Any]] | None = read_events(deployment.path(self.publisher.events))
+        self.feed: NatsFeed | None = None
+        self.to_ack: list[Any] = []  # broker messages whose publications this pass commits
+        self.events: Iterator[dict[str, Any] | None] | None
+        if self.publisher.source is not None:
+            self.feed = NatsFeed(self.publisher.source, deployment.types)
+            self.events = broker_events(self.feed)
+        else:
+            assert self.publisher.events is not None
+            self.events = read_events(deployment.path(self.publisher.events))
         self.validator = EventValidator(deployment.types)
         self.seq = 0
         # Overlay roots acknowledge what they order (Ordered): what is not acknowledged is sent
@@ -103,6 +137,8 @@ class PublisherNode(Node):
                     process, self.publications.next_line, self.seq, len(self.publications.unacked),
                 )  # fmt: skip
         self.first_seq = self.seq  # the rate counts from here: a restarted publisher goes on at it
+        if self.feed is not None:
+            self.feed.start()  # after the outbox opened: nothing is read that it could not take
         self.udp_out: UdpSender | None = None
         self.sent_log: ProcessLog | None = None
         if process in deployment.udp_publishers():
@@ -122,6 +158,9 @@ class PublisherNode(Node):
         """Milliseconds until the next publication is due (a tick when there is nothing to publish)."""
         if self.events is None:
             return self.tick_every
+        limit = self.publisher.max_events
+        if self.feed is not None and self.feed.taken.empty() and (limit is None or self.seq < limit):
+            return min(BROKER_POLL_MS, self.tick_every)
         if not self.publisher.rate:
             return 0
         due = self.started_at + int((self.seq - self.first_seq) * 1000 / self.publisher.rate)
@@ -136,6 +175,10 @@ class PublisherNode(Node):
                 self.publications.commit()  # before the pass's publications leave
             except OSError as exc:
                 self._disk_failed(f"cannot keep its outbox in {self.state_dir}", exc)
+            if self.feed is not None and self.to_ack:
+                # Committed: the broker may forget them (a crash before this replays them).
+                self.feed.ack(self.to_ack)
+                self.to_ack = []
             if self.state_dir is not None:
                 # Its run log's record of each too: one acknowledged before a kill leaves the
                 # outbox, and nothing would log it again (the kill test's No Creation).
@@ -166,7 +209,10 @@ class PublisherNode(Node):
         budget = 256  # publications per pass: the loop must still read and tick
         while budget and self.events is not None and self._due(now) == 0:
             budget -= 1
+            limit = self.publisher.max_events
             try:
+                if limit is not None and self.seq >= limit:
+                    raise StopIteration
                 raw = next(self.events)
             except StopIteration:
                 self.events = None
@@ -174,10 +220,17 @@ class PublisherNode(Node):
                     self.udp_out.flush()  # a copy held back (udp_test_swap) goes now
                 LOG.info("%s published %d events", self.process, self.seq)
                 return
+            if raw is None:
+                return  # nothing from the broker yet
             where = raw.pop("_line")
+            broker_msg = raw.pop("_message", None)
             line = int(where.rsplit(":", 1)[1])
             if self.publications is not None and line <= self.publications.next_line:  # lines count from 1
-                continue  # published before a restart (what was not acknowledged is resent)
+                # Published before a restart (what was not acknowledged is resent), or a broker's
+                # redelivery of a message published already.
+                if broker_msg is not None:
+                    self.to_ack.append(broker_msg)
+                continue
             try:
                 event = self.validator.validate({**raw, "publisher": self.process, "seq": self.seq})
             except EventError as exc:
@@ -208,6 +261,8 @@ class PublisherNode(Node):
                 self.encoded[id(message)] = data  # the same bytes to every replica of its root
                 self._send([(replica, message) for replica in self.d.placement(role)])
             self.seq += 1
+            if broker_msg is not None:
+                self.to_ack.append(broker_msg)
 
     def _flush_logs(self) -> None:
         super()._flush_logs()
@@ -215,6 +270,8 @@ class PublisherNode(Node):
             self.sent_log.flush()
 
     def _close(self) -> None:
+        if self.feed is not None:
+            self.feed.close()
         if self.publications is not None:
             self.publications.close()
         if self.udp_out is not None:
@@ -230,6 +287,9 @@ class PublisherNode(Node):
             out["udp"] = self.udp_out.status()
         out["published"] = self.seq
         out["done"] = self.events is None
+        if self.feed is not None:
+            counts = self.feed.counts
+            out["source"] = {"taken": counts.taken, "dead_lettered": counts.dead_lettered}
         if self.publications is not None:
             out["unacked"] = len(self.publications.unacked)
             out["resent"] = self.publications.resent
