@@ -131,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from faidecs.cli.connect import run_source
 
         with _open_out(args.out) as out:
-            code = run_source(args, engine, out, _format_text)
+            code = run_source(args, engine, out, TextFormat(engine.subscriptions).format)
         if args.state_out:
             with _open_out(args.state_out) as f:
                 f.write(json.dumps(engine.state_json(), ensure_ascii=False) + "\n")
