@@ -89,7 +89,7 @@ def test_round_trip_with_dead_letters_through_the_engine_to_a_sink(server: Mosqu
         assert summary.events == len(events)
         assert (source.counts.taken, source.counts.dead_lettered, source.counts.duplicates) == (len(events), 3, 0)
 
-    asyncio.run(run())
+    asyncio.run(asyncio.wait_for(run(), 60))  # a lost event fails the test instead of hanging it
     want = expected(events)
     assert out.wait_for(len(want)) == want
     letters = dead.wait_for(3)
@@ -120,7 +120,7 @@ def test_a_broker_restart_mid_stream_loses_and_duplicates_nothing(server: Mosqui
         assert source.counts.taken == len(events)
         return got
 
-    assert asyncio.run(run()) == expected(events)
+    assert asyncio.run(asyncio.wait_for(run(), 60)) == expected(events)
 
 
 def test_a_consumer_killed_before_it_acknowledged_gets_the_event_again(server: MosquittoServer) -> None:
@@ -143,7 +143,7 @@ def test_a_consumer_killed_before_it_acknowledged_gets_the_event_again(server: M
         assert (same.counts.duplicates, same.counts.taken) == (1, 20)
         assert delivered == expected(events)
 
-    asyncio.run(run())
+    asyncio.run(asyncio.wait_for(run(), 60))  # a lost event fails the test instead of hanging it
 
 
 def test_faidecs_run_reads_a_topic_and_publishes_to_a_topic(server: MosquittoServer) -> None:

@@ -78,7 +78,7 @@ def test_round_trip_through_the_engine_to_a_sink(server: NatsServer) -> None:
             await asyncio.wait_for(anext(aiter(again)), 1.5)
         await again.close()
 
-    asyncio.run(run())
+    asyncio.run(asyncio.wait_for(run(), 60))  # a lost event fails the test instead of hanging it
 
 
 def test_malformed_messages_are_dead_lettered_while_good_ones_flow(server: NatsServer) -> None:
@@ -113,7 +113,7 @@ def test_malformed_messages_are_dead_lettered_while_good_ones_flow(server: NatsS
             else:
                 assert record["payload_base64"] == "//4="
 
-    asyncio.run(run())
+    asyncio.run(asyncio.wait_for(run(), 60))  # a lost event fails the test instead of hanging it
 
 
 def test_a_broker_restart_mid_stream_loses_and_duplicates_nothing(server: NatsServer) -> None:
@@ -135,7 +135,7 @@ def test_a_broker_restart_mid_stream_loses_and_duplicates_nothing(server: NatsSe
         assert source.counts.taken == len(events)
         assert await _read(server, "rs.out") == expected(events)
 
-    asyncio.run(run())
+    asyncio.run(asyncio.wait_for(run(), 60))  # a lost event fails the test instead of hanging it
 
 
 def test_a_consumer_killed_before_it_acknowledged_gets_the_event_again(server: NatsServer) -> None:
@@ -160,7 +160,7 @@ def test_a_consumer_killed_before_it_acknowledged_gets_the_event_again(server: N
         assert summary.events == 20 and same.counts.duplicates == 1
         assert delivered == expected(events)
 
-    asyncio.run(run())
+    asyncio.run(asyncio.wait_for(run(), 60))  # a lost event fails the test instead of hanging it
 
 
 def test_a_restarted_process_with_a_fresh_engine_takes_the_replay(server: NatsServer) -> None:
@@ -185,7 +185,7 @@ def test_a_restarted_process_with_a_fresh_engine_takes_the_replay(server: NatsSe
         assert (second.counts.taken, second.counts.duplicates) == (21, 0)
         assert got == expected(events[9:])
 
-    asyncio.run(run())
+    asyncio.run(asyncio.wait_for(run(), 60))  # a lost event fails the test instead of hanging it
 
 
 def test_faidecs_run_reads_a_subject_and_prints_the_counts(server: NatsServer) -> None:
@@ -251,3 +251,42 @@ def test_the_python_example_of_docs_connectors_runs(server: NatsServer) -> None:
     want = expected(events)
     assert result.stdout == f"100 {len(want)} 100 events taken, 0 dead-lettered, 0 duplicates dropped\n"
     assert asyncio.run(_read(server, "alerts")) == want
+
+
+def test_engine_stream_over_a_nats_source_acknowledges_only_what_the_consumer_took(server: NatsServer) -> None:
+    """``async for d in engine.stream(source)``: the stream's pull contract and the source's
+    acknowledge-on-resume together mean that a consumer stopping mid-stream leaves the event of
+    the delivery it holds unacknowledged, and every earlier event acknowledged."""
+    events = stock_events(60, "st")
+    want = expected(events)
+    position = {e["id"]: i for i, e in enumerate(events)}
+    stop_after = len(want) // 2
+
+    async def run() -> None:
+        engine = Engine.from_source(PROGRAM, matcher="reference")
+        url = server.url("st.in", "ack_wait=1")
+        source = NatsSource(url, engine.types)
+        await source.start()
+        await _publish(server, "st.in", [payload(e) for e in events])
+        got: list[dict[str, Any]] = []
+        async with engine.stream(source) as deliveries:
+            async for delivery in deliveries:
+                got.append(delivery.to_json())
+                if len(got) == stop_after:
+                    break
+        assert source.client is not None
+        await source.client.close()  # as a killed process: the held event is not acknowledged
+        assert got == want[:stop_after]
+        held = max(position[i] for i in got[-1]["relation"])  # the event that completed it
+
+        fresh = Engine.from_source(PROGRAM, matcher="reference")
+        again = NatsSource(url, fresh.types)
+        replay: list[dict[str, Any]] = []
+        # Bounded: had the stream acknowledged events it had not delivered, fewer would come back
+        # and the pump would wait for them for good.
+        replayed = pump(fresh, again, emit=lambda d: replay.append(d.to_json()), max_events=len(events) - held)
+        await asyncio.wait_for(replayed, 20)
+        assert again.counts.taken == len(events) - held
+        assert replay == expected(events[held:])
+
+    asyncio.run(asyncio.wait_for(run(), 60))  # a lost event fails the test instead of hanging it
