@@ -65,6 +65,7 @@ class Outcome:
     exit_code: int
     command: list[str] = field(default_factory=list)
     folder: Path = Path()
+    ports: dict[str, int] = field(default_factory=dict)  # mqtt, nats, metrics
 
 
 def expected(batch: list[sensors.Message]) -> list[dict[str, Any]]:
@@ -290,6 +291,7 @@ async def _run(folder: Path, batch: list[sensors.Message], metrics_port: int | N
             exit_code=code,
             command=command,
             folder=folder,
+            ports={"mqtt": mosquitto.port, "nats": broker.port, "metrics": port},
         )
     finally:
         if child is not None and child.poll() is None:
@@ -303,7 +305,7 @@ async def _run(folder: Path, batch: list[sensors.Message], metrics_port: int | N
         mosquitto.stop()
 
 
-def run(folder: Path, *, seed: int = 7, metrics_port: int | None = None, timeout: float = 30) -> Outcome:
+def run(folder: Path, *, seed: int = 7, metrics_port: int | None = None, timeout: float = 120) -> Outcome:
     """Run the example in ``folder`` (brokers' stores and the child's output go there)."""
     folder.mkdir(parents=True, exist_ok=True)
     return asyncio.run(_run(folder, sensors.messages(seed), metrics_port, timeout))
@@ -332,7 +334,8 @@ def summary(outcome: Outcome) -> str:
         if line.startswith(("faidecs_engine_published_events_total", "faidecs_engine_deliveries_total"))
     ]
     lines = [
-        f"monitoring: published {len(outcome.published)} MQTT messages: {len(by_id)} events, {len(malformed)} malformed",
+        f"monitoring: published {len(outcome.published)} MQTT messages: "
+        f"{len(by_id)} events, {len(malformed)} malformed",
         f"monitoring: {len(outcome.alerts)} alerts on NATS subject '{ALERTS}' (stream {_stream()}):",
         *(f"  {_describe(alert, by_id)}" for alert in outcome.alerts),
         "monitoring: the alerts equal the embedded engine's deliveries on the same events: "
@@ -352,7 +355,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7, help="the simulator's seed (default 7)")
     parser.add_argument("--metrics-port", type=int, help="the engine's metrics port (default: a free one)")
     parser.add_argument("--dir", help="run folder (default: a new temporary one)")
-    parser.add_argument("--timeout", type=float, default=30, help="seconds to wait for the run (default 30)")
+    parser.add_argument("--timeout", type=float, default=120, help="seconds to wait for the run (default 120)")
     args = parser.parse_args()
     folder = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="faidecs-monitoring-"))
     outcome = run(folder, seed=args.seed, metrics_port=args.metrics_port, timeout=args.timeout)

@@ -96,10 +96,14 @@ def messages(seed: int = 7) -> list[Message]:
         for room, opened, closed in (("lab", 5, 6), ("office", 12, 16)):
             if minute in (opened, closed):
                 door = {"room": room, "open": minute == opened, "time": time + 30}
-                out.append(_event(f"{PREFIX}/{room}/door", {"id": f"door-{room}-{minute:02d}", "type": "Door", "attrs": door}))
+                out.append(
+                    _event(f"{PREFIX}/{room}/door", {"id": f"door-{room}-{minute:02d}", "type": "Door", "attrs": door})
+                )
         if minute in (18, 26):
             power = {"room": "server", "on": minute == 26, "time": time + 30}
-            out.append(_event(f"{PREFIX}/server/power", {"id": f"power-server-{minute:02d}", "type": "Power", "attrs": power}))
+            out.append(
+                _event(f"{PREFIX}/server/power", {"id": f"power-server-{minute:02d}", "type": "Power", "attrs": power})
+            )
         out.extend(_malformed(minute))
     return out
 
