@@ -49,6 +49,10 @@ DEAD_TOPIC = "deadletters/building"
 ALERTS = "alerts"
 #: the MQTT client id of the engine's persistent session (the source's ``client_id``)
 ENGINE_CLIENT = "monitoring-engine"
+#: ``--max-queue``: a monitor runs for months, and readings no later reading matches stay queued
+#: (under ``disposal FP`` a Rise reading leaves only once a newer one matched it); each queue
+#: keeps its 8 newest events, which is more than any subscription here looks back.
+MAX_QUEUE = 8
 
 
 @dataclass
@@ -61,6 +65,7 @@ class Outcome:
     metrics_text: str  # the last scrape, as served
     published_events: float  # faidecs_engine_published_events_total
     deliveries: dict[str, float]  # faidecs_engine_deliveries_total per subscription
+    dropped: dict[str, float]  # faidecs_engine_dropped_events_total per subscription (MAX_QUEUE)
     counts_line: str  # the child's last line on stderr
     exit_code: int
     command: list[str] = field(default_factory=list)
@@ -68,29 +73,41 @@ class Outcome:
     ports: dict[str, int] = field(default_factory=dict)  # mqtt, nats, metrics
 
 
+def embedded(batch: list[sensors.Message]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """What an embedded engine made as ``faidecs run`` makes it here does on the well-formed
+    events of ``batch``: its deliveries in order (the JSON a sink publishes), and the events its
+    bounds dropped, per subscription."""
+    from faidecs import Bounds, Engine
+
+    engine = Engine.from_source((HERE / "monitoring.fdc").read_text(), bounds=Bounds(max_queue=MAX_QUEUE))
+    deliveries = [d.to_json() for event in sensors.events(batch) for d in engine.publish(event)]
+    drops = {
+        name: sum(c["drops"] for c in conjunctions) for name, conjunctions in engine.metrics()["subscriptions"].items()
+    }
+    return deliveries, drops
+
+
 def expected(batch: list[sensors.Message]) -> list[dict[str, Any]]:
-    """What the embedded engine delivers on the well-formed events of ``batch``, in order (the
-    JSON a sink publishes)."""
-    from faidecs import Engine
-
-    engine = Engine.from_source((HERE / "monitoring.fdc").read_text())
-    return [d.to_json() for event in sensors.events(batch) for d in engine.publish(event)]
+    """The embedded engine's deliveries on ``batch`` (:func:`embedded`)."""
+    return embedded(batch)[0]
 
 
-def parse_metrics(text: str) -> tuple[float, dict[str, float]]:
-    """Events published, and deliveries per subscription (summed over its conjunctions)."""
+def parse_metrics(text: str) -> tuple[float, dict[str, float], dict[str, float]]:
+    """Events published; deliveries and dropped events per subscription (summed over its
+    conjunctions)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     published = 0.0
-    deliveries: dict[str, float] = {}
+    per: dict[str, dict[str, float]] = {"deliveries": {}, "dropped_events": {}}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "faidecs_engine_published_events_total":
                 published = sample.value
-            elif sample.name == "faidecs_engine_deliveries_total":
-                name = sample.labels["subscription"]
-                deliveries[name] = deliveries.get(name, 0.0) + sample.value
-    return published, deliveries
+            for what, counts in per.items():
+                if sample.name == f"faidecs_engine_{what}_total":
+                    name = sample.labels["subscription"]
+                    counts[name] = counts.get(name, 0.0) + sample.value
+    return published, per["deliveries"], per["dropped_events"]
 
 
 def _scrape(url: str) -> str | None:
@@ -201,6 +218,7 @@ def _child_command(mqtt_port: int, nats_port: int, metrics_port: int) -> list[st
         "--source", source,
         "--sink", sink,
         "--metrics-port", str(metrics_port),
+        "--max-queue", str(MAX_QUEUE),
     ]  # fmt: skip
 
 
@@ -225,7 +243,7 @@ async def _wait_until_done(
             raise RuntimeError(f"faidecs run exited with status {child.returncode}:\n{errors.read_text()}")
         text = await asyncio.to_thread(_scrape, url)
         if text is not None:
-            published, deliveries = parse_metrics(text)
+            published, deliveries, _ = parse_metrics(text)
             done = (
                 published == events
                 and await _alerts_stored(js) == sum(deliveries.values())
@@ -240,7 +258,23 @@ async def _wait_until_done(
     )
 
 
-async def _run(folder: Path, batch: list[sensors.Message], metrics_port: int | None, timeout: float) -> Outcome:
+async def _hold(url: str) -> None:
+    """Keep everything running until SIGINT (Ctrl-C) or SIGTERM, for a Prometheus to scrape."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"monitoring: the engine serves its metrics on {url}; Ctrl-C stops everything", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+async def _run(
+    folder: Path, batch: list[sensors.Message], metrics_port: int | None, timeout: float, hold: bool
+) -> Outcome:
     import nats
 
     from faidecs.connect.nats import ensure_stream
@@ -263,30 +297,39 @@ async def _run(folder: Path, batch: list[sensors.Message], metrics_port: int | N
         errors = folder / "faidecs-run.err"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         with open(folder / "faidecs-run.out", "wb") as out, open(errors, "wb") as err:
-            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+            child = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, start_new_session=True
+            )
         await asyncio.to_thread(publish, mosquitto.port, batch)
+        url = f"http://127.0.0.1:{port}/metrics"
         text = await _wait_until_done(
             child,
             js,
             dead,
-            f"http://127.0.0.1:{port}/metrics",
+            url,
             events=len(sensors.events(batch)),
             malformed=len(sensors.malformed(batch)),
             timeout=timeout,
             errors=errors,
         )
+        alerts = await _read_alerts(js)
+        dead_letters = dead.snapshot()
+        if hold:
+            # Ctrl-C reaches the brokers too (they are in this terminal's process group), not
+            # the child (a session of its own): it still stops as at the end of a run.
+            await _hold(url)
         child.send_signal(signal.SIGTERM)
         code = await asyncio.to_thread(child.wait, 30)
-        alerts = await _read_alerts(js)
-        published, deliveries = parse_metrics(text)
+        published, deliveries, dropped = parse_metrics(text)
         lines = errors.read_text().splitlines()
         return Outcome(
             published=batch,
             alerts=alerts,
-            dead_letters=dead.snapshot(),
+            dead_letters=dead_letters,
             metrics_text=text,
             published_events=published,
             deliveries=deliveries,
+            dropped=dropped,
             counts_line=lines[-1] if lines else "",
             exit_code=code,
             command=command,
@@ -305,10 +348,13 @@ async def _run(folder: Path, batch: list[sensors.Message], metrics_port: int | N
         mosquitto.stop()
 
 
-def run(folder: Path, *, seed: int = 7, metrics_port: int | None = None, timeout: float = 120) -> Outcome:
-    """Run the example in ``folder`` (brokers' stores and the child's output go there)."""
+def run(
+    folder: Path, *, seed: int = 7, metrics_port: int | None = None, timeout: float = 120, hold: bool = False
+) -> Outcome:
+    """Run the example in ``folder`` (brokers' stores and the child's output go there);
+    ``hold``: once done, keep everything running until SIGINT or SIGTERM."""
     folder.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_run(folder, sensors.messages(seed), metrics_port, timeout))
+    return asyncio.run(_run(folder, sensors.messages(seed), metrics_port, timeout, hold))
 
 
 def _describe(alert: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
@@ -331,7 +377,13 @@ def summary(outcome: Outcome) -> str:
     metric_lines = [
         line
         for line in outcome.metrics_text.splitlines()
-        if line.startswith(("faidecs_engine_published_events_total", "faidecs_engine_deliveries_total"))
+        if line.startswith(
+            (
+                "faidecs_engine_published_events_total",
+                "faidecs_engine_deliveries_total",
+                "faidecs_engine_dropped_events_total",
+            )
+        )
     ]
     lines = [
         f"monitoring: published {len(outcome.published)} MQTT messages: "
@@ -354,11 +406,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=7, help="the simulator's seed (default 7)")
     parser.add_argument("--metrics-port", type=int, help="the engine's metrics port (default: a free one)")
+    parser.add_argument(
+        "--hold",
+        action="store_true",
+        help="once done, keep the brokers and the engine up until Ctrl-C (for Prometheus)",
+    )
     parser.add_argument("--dir", help="run folder (default: a new temporary one)")
     parser.add_argument("--timeout", type=float, default=120, help="seconds to wait for the run (default 120)")
     args = parser.parse_args()
     folder = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="faidecs-monitoring-"))
-    outcome = run(folder, seed=args.seed, metrics_port=args.metrics_port, timeout=args.timeout)
+    outcome = run(folder, seed=args.seed, metrics_port=args.metrics_port, timeout=args.timeout, hold=args.hold)
     print(summary(outcome))
     return 0 if outcome.exit_code == 0 else 1
 

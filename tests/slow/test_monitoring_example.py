@@ -50,8 +50,9 @@ def test_alerts_over_nats_are_the_embedded_engines_deliveries(tmp_path: Path) ->
     malformed = sensors.malformed(outcome.published)
     assert len(malformed) == 5 and len(events) > 150
 
-    # Alerts: the same subscriptions, relations and order as the embedded engine on the events.
-    want = example.expected(outcome.published)
+    # Alerts: the same subscriptions, relations and order as the embedded engine on the events
+    # (with the run's bounds).
+    want, drops = example.embedded(outcome.published)
     assert outcome.alerts == want
     # Every subscription of the program fires (the simulator's incidents are scripted).
     assert {a["subscription"] for a in outcome.alerts} == {"Rise", "HotWithDoorOpen", "CoolingLost"}
@@ -60,9 +61,10 @@ def test_alerts_over_nats_are_the_embedded_engines_deliveries(tmp_path: Path) ->
     assert [_payload(d) for d in outcome.dead_letters] == [m.payload for m in malformed]
     assert [d["where"].split(",")[0] for d in outcome.dead_letters] == [f"topic {m.topic}" for m in malformed]
 
-    # Metrics scraped from the child: events published and deliveries per subscription.
+    # Metrics scraped from the child: events published, deliveries and drops per subscription.
     assert outcome.published_events == len(events)
     assert outcome.deliveries == dict(Counter(a["subscription"] for a in want))
+    assert outcome.dropped == drops and drops["Rise"] > 0
 
     # The child stopped cleanly at SIGTERM and counted the same.
     assert outcome.exit_code == 0
@@ -92,3 +94,4 @@ def test_the_one_command_prints_the_summary(tmp_path: Path) -> None:
     assert "5 dead letters on MQTT topic 'deadletters/building'" in out
     assert "faidecs_engine_published_events_total 186.0" in out
     assert 'faidecs_engine_deliveries_total{conjunction="0",subscription="Rise"} 2.0' in out
+    assert "faidecs: 186 events taken, 4 deliveries, 5 dead-lettered, 0 duplicates dropped" in out
