@@ -130,7 +130,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.source is not None:
         from faidecs.cli.connect import run_source
 
-        with _open_out(args.out) as out:
+        with contextlib.ExitStack() as stack:
+            out = stack.enter_context(_open_out(args.out))
+            if args.metrics_port is not None:
+                from faidecs.cli.metrics import serve_engine
+
+                stack.enter_context(serve_engine(engine, args.metrics_port, args.metrics_addr))
             code = run_source(args, engine, out, TextFormat(engine.subscriptions).format)
         if args.state_out:
             with _open_out(args.state_out) as f:
