@@ -53,7 +53,8 @@ class Block:
 
     @property
     def name(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        page = self.page.relative_to(ROOT) if self.page.is_relative_to(ROOT) else self.page
+        return f"{page}:{self.line}"
 
     @property
     def is_session(self) -> bool:
@@ -120,7 +121,7 @@ def marker_problems(block: Block) -> list[str]:
     for path in _PATH.findall(text):
         if not (ROOT / path).exists():
             problems.append(f"names {path}, which does not exist")
-    for path, verb in re.findall(r"(\S+) (runs|has) it\b", text):
+    for path, verb in re.findall(r"([\w./-]+) (runs|has) it\b", text):
         if not (ROOT / path).is_file() or path == SLOW_TEST:
             continue  # the slow test runs every block whose marker says so
         held = _squeezed(block.text) in _squeezed((ROOT / path).read_text(encoding="utf-8"))
