@@ -238,3 +238,71 @@ def check_printed(block: Block, stdout: str) -> None:
         assert len(lines) == int(more.group(2)) + 1, f"{block.name} printed {len(lines)} lines:\n{stdout}"
     else:
         assert lines == [shown[0]], f"{block.name} printed {stdout!r}, the page shows {shown[0]!r}"
+
+
+# --- transcripts: "$ command" lines and the output under them, in blocks without a language -------
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A fenced block of a page: its language (empty for none), text, line and the line before it."""
+
+    line: int
+    language: str
+    text: str
+    before: str
+
+
+def fences(page: Path) -> list[Fence]:
+    found: list[Fence] = []
+    lines = page.read_text(encoding="utf-8").split("\n")
+    i = 0
+    while i < len(lines):
+        opening = re.fullmatch(r"(`{3,})([^`]*)", lines[i])
+        if opening:
+            fence = opening.group(1)
+            end = next(j for j in range(i + 1, len(lines)) if re.fullmatch(rf"{fence}`*\s*", lines[j]))
+            before = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+            found.append(Fence(i + 1, opening.group(2).strip(), "\n".join(lines[i + 1 : end]) + "\n", before))
+            i = end
+        i += 1
+    return found
+
+
+_FILE_INTRO = re.compile(r"`([\w.-]+\.(?:fdc|jsonl|json|toml))`(?:,[^`]*)?:$")
+
+
+def transcript_pages() -> list[Path]:
+    return [p for p in PAGES if any(f.text.startswith("$ ") for f in fences(p) if not f.language)]
+
+
+def run_transcripts(page: Path, tmp: Path) -> list[str]:
+    """Run the ``$`` commands of the page's language-less blocks in order in ``tmp`` (made by
+    :func:`workdir`), after writing each block introduced by a line ending in ```NAME`:`` to NAME;
+    return how each command's output (stdout and stderr as they interleave) differs from the page's.
+    A command whose page shows ``(exit N)`` in its comment must exit N; a block after an
+    ``<!-- example: ... -->`` line is not run."""
+    env = {**environment(tmp), "PYTHONUNBUFFERED": "1"}
+    problems = []
+    for fence in fences(page):
+        if fence.language:
+            continue
+        if not fence.text.startswith("$ "):
+            named = _FILE_INTRO.search(fence.before)
+            if named:
+                (tmp / named.group(1)).write_text(fence.text, encoding="utf-8")
+            continue
+        if _MARKER.fullmatch(fence.before):
+            continue
+        parts = re.split(r"^\$ (.*)\n", fence.text, flags=re.MULTILINE)
+        for command, shown in zip(parts[1::2], parts[2::2], strict=True):
+            code, _, comment = command.partition(" #")
+            done = subprocess.run(
+                ["sh", "-c", code], cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+            where = f"{page.relative_to(ROOT)}:{fence.line}: `{code.strip()}`"
+            if done.stdout != shown:
+                problems.append(f"{where} printed\n{done.stdout}the page shows\n{shown}")
+            if done.returncode != expected_status(comment):
+                problems.append(f"{where} exited {done.returncode}, the page says {expected_status(comment)}")
+    return problems

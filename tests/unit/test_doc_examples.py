@@ -15,6 +15,8 @@ from tests.doc_examples import (
     expected_status,
     marker_problems,
     run_block,
+    run_transcripts,
+    transcript_pages,
     workdir,
 )
 
@@ -83,3 +85,13 @@ def test_a_block_that_fails_or_prints_otherwise_fails_the_test(tmp_path: Path) -
         run_block(blocks(page)[0], workdir(tmp_path / "run"))
     with pytest.raises(AssertionError, match=r"`faidecs overlay down run/` exited 1, the page says 0"):
         run_block(blocks(page)[2], workdir(tmp_path / "again"))
+
+
+@pytest.mark.parametrize("page", transcript_pages(), ids=lambda p: p.name)
+def test_the_transcripts_print_what_the_page_shows(page: Path, tmp_path: Path) -> None:
+    """The ``$ faidecs ...`` blocks of docs/dsl.md and docs/semantics.md, on the files the page shows."""
+    assert run_transcripts(page, workdir(tmp_path)) == []
+
+
+def test_dsl_and_semantics_have_transcripts() -> None:
+    assert {p.name for p in transcript_pages()} >= {"dsl.md", "semantics.md"}
