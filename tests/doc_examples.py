@@ -17,7 +17,8 @@ the others; ``slow "PREFIX", ...`` leaves them to the slow tier; each PREFIX mus
 command. A block may have several marker lines. A block marked for
 ``tests/slow/test_doc_examples_slow.py`` runs there, in the slow tier. Shell commands run in order
 in one temporary folder holding a copy of ``examples/`` and ``benchmarks/``, so a later command
-reads what an earlier one wrote; ``faidecs`` is this checkout's.
+reads what an earlier one wrote; ``faidecs`` is this checkout's. The ``$ command`` transcripts of
+the language-less blocks run too (:func:`run_transcripts`).
 """
 
 from __future__ import annotations
@@ -274,6 +275,17 @@ _FILE_INTRO = re.compile(r"`([\w.-]+\.(?:fdc|jsonl|json|toml))`(?:,[^`]*)?:$")
 
 def transcript_pages() -> list[Path]:
     return [p for p in PAGES if any(f.text.startswith("$ ") for f in fences(p) if not f.language)]
+
+
+def transcript_marker_problems(page: Path) -> list[str]:
+    """The paths named by the markers of the page's transcripts that do not exist."""
+    return [
+        f"{page.relative_to(ROOT)}:{fence.line} names {path}, which does not exist"
+        for fence in fences(page)
+        if not fence.language and (marker := _MARKER.fullmatch(fence.before))
+        for path in _PATH.findall(marker.group(1))
+        if not (ROOT / path).exists()
+    ]
 
 
 def run_transcripts(page: Path, tmp: Path) -> list[str]:

@@ -16,6 +16,7 @@ from tests.doc_examples import (
     marker_problems,
     run_block,
     run_transcripts,
+    transcript_marker_problems,
     transcript_pages,
     workdir,
 )
@@ -90,6 +91,7 @@ def test_a_block_that_fails_or_prints_otherwise_fails_the_test(tmp_path: Path) -
 @pytest.mark.parametrize("page", transcript_pages(), ids=lambda p: p.name)
 def test_the_transcripts_print_what_the_page_shows(page: Path, tmp_path: Path) -> None:
     """The ``$ faidecs ...`` blocks of docs/dsl.md and docs/semantics.md, on the files the page shows."""
+    assert transcript_marker_problems(page) == []
     assert run_transcripts(page, workdir(tmp_path)) == []
 
 
