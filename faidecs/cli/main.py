@@ -254,7 +254,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
         from faidecs.lab.promised import promised
         from faidecs.properties.promises import Judged
 
-        judged = Judged(report, {name: frozenset(promised(sub)) for name, sub in log.subscriptions().items()})
+        layer = None
+        if log.ordering is not None:
+            from faidecs.ordering.promises import layer_promises
+
+            layer = (log.ordering, layer_promises(log.ordering, ", ".join(args.log)))
+        promises = {name: frozenset(promised(sub)) for name, sub in log.subscriptions().items()}
+        judged = Judged(report, promises, layer)
         if args.json:
             print(json.dumps(judged.to_json(), indent=2, ensure_ascii=False))
         else:

@@ -89,7 +89,7 @@ def run_layer(
         for name, source in workload.subscriptions.items()
     }
     topics = {name: frozenset(t for s in p.subscriptions for t in s.types) for name, p in programs.items()}
-    recorder = RunRecorder(workload.types_source, workload.subscriptions)
+    recorder = RunRecorder(workload.types_source, workload.subscriptions, ordering=layer.name)
     engines: dict[str, Engine] = {}
     events: dict[str, dict[str, Any]] = {}
     gone: set[str] = set()

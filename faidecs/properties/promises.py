@@ -30,12 +30,16 @@ if TYPE_CHECKING:
 _PART_OF = {Property.TYPE_LOCAL_ORDER: Property.TYPE_CAUSAL_ORDER}
 
 
-def promises_of(prop: Property, promised: frozenset[Property]) -> bool:
+def promises_of(prop: Property, promised: frozenset[Property], layer: frozenset[Property] | None = None) -> bool:
     """Whether a process whose options promise ``promised`` (properties of the papers' table)
     promises ``prop``. The properties outside that table (the ordering layers' notification and
-    gapless properties) are not about the matching options: every process is held to them."""
+    gapless properties) are not about the matching options but about the ordering layer that
+    handed the process its events: those in ``layer`` are promised (every one when ``layer`` is
+    None: one total order, as the engine and the overlay give)."""
     prop = _PART_OF.get(prop, prop)
-    return prop in promised if prop in PROPERTIES else True
+    if prop in PROPERTIES:
+        return prop in promised
+    return layer is None or prop in layer
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +47,21 @@ class Judged:
     report: Report
     #: process -> the properties of the papers' table its options promise
     promises: Mapping[str, frozenset[Property]]
+    #: the run's ordering layer (the run log's ``ordering``) and the notification properties it
+    #: promises; None: one total order, which gives them all
+    layer: tuple[str, frozenset[Property]] | None = None
+
+    def _layer_promises(self) -> frozenset[Property] | None:
+        return None if self.layer is None else self.layer[1]
 
     def promised_by(self, prop: Property) -> list[str]:
-        return [p for p, kept in self.promises.items() if promises_of(prop, kept)]
+        layer = self._layer_promises()
+        return [p for p, kept in self.promises.items() if promises_of(prop, kept, layer)]
 
     def _binding(self, prop: Property, v: Violation) -> bool:
         named = v.processes or tuple(self.promises)
-        return all(promises_of(prop, self.promises.get(p, frozenset())) for p in named)
+        layer = self._layer_promises()
+        return all(promises_of(prop, self.promises.get(p, frozenset()), layer) for p in named)
 
     def breaches(self, prop: Property) -> list[Violation]:
         """The violations of ``prop`` by processes that promise it."""
@@ -90,6 +102,11 @@ class Judged:
             missing = [p for p in PROPERTIES if p not in kept]
             if missing:
                 lines.append(f"{process}'s options do not promise: {', '.join(missing)}")
+        if self.layer is not None:
+            name, given = self.layer
+            lacking = [p for p in results if p not in PROPERTIES and p not in _PART_OF and p not in given]
+            if lacking:
+                lines.append(f"the {name} ordering layer does not promise: {', '.join(lacking)}")
         reasons = sorted(set(self.report.undecided.values()))
         lines += [f"cannot judge: {reason}; the others are judged on what the log records" for reason in reasons]
         lines.append("judged: what each process's options promise (docs/properties.md); --all judges every property")

@@ -2,7 +2,8 @@
 
 A run log is a JSON-lines file (format ``faidecs.runs.runlog/1``, see ``docs/properties.md``):
 
-- one ``header`` record first: the event types of the run as program text;
+- one ``header`` record first: the event types of the run as program text, and ``ordering``:
+  the ordering layer that handed the processes their events, for runs of one;
 - one ``process`` record per process: its name and its subscription (one declaration);
 - ``publish`` records in publication order: the event (with ``publisher`` and ``seq``);
 - ``deliver`` records: a process delivered a relation for one of its conjunctions, optionally
@@ -46,6 +47,10 @@ class RunLog:
     joined: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     #: processes that left before the end: process -> time. They deliver nothing after it.
     left: dict[str, int] = field(default_factory=dict)
+    #: the ordering layer that handed the processes their events (``faidecs ordering simulate``
+    #: writes ``"multistage"`` or ``"atoms"``); None: one total order (the engine, the overlay).
+    #: ``faidecs verify`` holds a run only to the notification properties its layer promises.
+    ordering: str | None = None
     #: events an ordering layer handed to processes (seeds 000 and 004), in notification order
     notified: list[Notified] = field(default_factory=list)
     #: each published event as its type validated it, by id, when the reader did so: the checker
@@ -71,7 +76,10 @@ class RunLog:
     # --- writing ---------------------------------------------------------------------------
 
     def records(self) -> Iterator[dict[str, Any]]:
-        yield {"record": "header", "format": FORMAT, "types": self.types_source}
+        header: dict[str, Any] = {"record": "header", "format": FORMAT, "types": self.types_source}
+        if self.ordering is not None:
+            header["ordering"] = self.ordering
+        yield header
         for name, source in self.processes.items():
             record: dict[str, Any] = {"record": "process", "process": name, "subscription": source}
             if name in self.joined:
@@ -142,8 +150,8 @@ def _deliver_record(d: Delivered) -> dict[str, Any]:
 class RunRecorder:
     """Builds a :class:`RunLog` while a run happens: one clock for publications and deliveries."""
 
-    def __init__(self, types_source: str, processes: Mapping[str, str]):
-        self.log = RunLog(types_source, dict(processes))
+    def __init__(self, types_source: str, processes: Mapping[str, str], *, ordering: str | None = None):
+        self.log = RunLog(types_source, dict(processes), ordering=ordering)
         self._time = 0
         self._seq: dict[str, int] = {}
 
@@ -240,11 +248,13 @@ def merge_runlogs(logs: Iterable[tuple[str, RunLog]]) -> RunLog:
     if not items:
         raise RunLogError("no run logs to merge")
     first_name, first = items[0]
-    out = RunLog(first.types_source)
+    out = RunLog(first.types_source, ordering=first.ordering)
     records: list[tuple[int, int, int, Any]] = []
     for rank, (name, log) in enumerate(items):
         if log.types_source != first.types_source:
             raise RunLogError(f"{name}: its types differ from those of {first_name}")
+        if log.ordering != first.ordering:
+            raise RunLogError(f"{name}: ordering layer {log.ordering!r}, but {first_name} has {first.ordering!r}")
         for process, source in log.processes.items():
             if out.processes.setdefault(process, source) != source:
                 raise RunLogError(f"{name}: process {process} has another subscription in another log")

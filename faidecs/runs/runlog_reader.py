@@ -43,6 +43,7 @@ class ReadLog:
     final: dict[str, list[Any]] = field(default_factory=dict)
     joined: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     left: dict[str, int] = field(default_factory=dict)
+    ordering: str | None = None
     notified: list[Notified] = field(default_factory=list)
     validated: dict[str, Event] = field(default_factory=dict)
 
@@ -143,7 +144,7 @@ class _Reader:
         except RecursionError:
             raise _Bad("field 'types': nested too deeply") from None
         self.validator = EventValidator(self.types)
-        self.log = ReadLog(record.types)
+        self.log = ReadLog(record.types, ordering=record.ordering)
 
     def _process(self, log: ReadLog, record: _Process) -> None:
         if record.process in log.processes:
@@ -252,6 +253,7 @@ class _Record(msgspec.Struct, tag_field="record"):
 
 class _Header(_Record, tag="header"):
     types: str
+    ordering: str | None = None
     format: Any = None  # compared with FORMAT: any other value is the wrong format
 
 

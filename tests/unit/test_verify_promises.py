@@ -113,3 +113,62 @@ def test_a_promise_kept_by_every_option_fails_everywhere(tmp_path: Path, capsys:
     log = write_log(tmp_path / "made-up.jsonl", " (matching MR, disposal I)", [["x"], ["z"]])
     assert main(["verify", str(log)]) == 1
     assert verdicts(capsys.readouterr().out)["No Creation"] == "VIOLATED"
+
+
+def notified_log(path: Path, ordering: str | None) -> Path:
+    """Two events of one publisher on two topics, handed to p in the reverse of their publication
+    order: Notification FIFO Order broken, as an ordering layer's topic paths may break it."""
+    header: dict[str, object] = {"record": "header", "format": FORMAT, "types": "type T(a: int)\ntype U(a: int)\n"}
+    if ordering is not None:
+        header["ordering"] = ordering
+    records: list[dict[str, object]] = [
+        header,
+        {"record": "process", "process": "p", "subscription": "subscription P (matching MR, disposal I): T and U"},
+        {
+            "record": "publish",
+            "time": 1,
+            "event": {"id": "t", "type": "T", "attrs": {"a": 1}, "publisher": "s", "seq": 0},
+        },
+        {
+            "record": "publish",
+            "time": 2,
+            "event": {"id": "u", "type": "U", "attrs": {"a": 1}, "publisher": "s", "seq": 1},
+        },
+        {"record": "notify", "time": 3, "process": "p", "event": "u"},
+        {"record": "notify", "time": 4, "process": "p", "event": "t"},
+        {"record": "deliver", "time": 5, "process": "p", "conjunction": 0, "relation": ["t", "u"]},
+        {"record": "final", "process": "p", "queues": [{"T": [], "U": []}]},
+    ]
+    path.write_text("".join(json.dumps(r) + os.linesep for r in records), encoding="utf-8")
+    return path
+
+
+def test_an_ordering_layer_run_is_held_to_what_its_layer_promises(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The atoms layer does not keep publication order across topics (docs/ordering.md): its run
+    passes with Notification FIFO Order "not promised"; the same log without the layer fails."""
+    assert main(["verify", str(notified_log(tmp_path / "atoms.jsonl", "atoms"))]) == 0
+    out = capsys.readouterr().out
+    assert verdicts(out)["Notification FIFO Order"] == "not promised (violated)"
+    assert verdicts(out)["Total Notification Order"] == "holds"
+    assert "the atoms ordering layer does not promise: Notification FIFO Order" in out
+    assert main(["verify", str(notified_log(tmp_path / "one-order.jsonl", None))]) == 1
+    assert verdicts(capsys.readouterr().out)["Notification FIFO Order"] == "VIOLATED"
+
+
+def test_an_unknown_ordering_layer_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = notified_log(tmp_path / "odd.jsonl", "pigeons")
+    assert main(["verify", str(log)]) != 0
+    err = capsys.readouterr().err
+    assert "ordering layer 'pigeons'" in err and "known layers: atoms, multistage" in err and "odd.jsonl" in err
+
+
+def test_ordering_simulate_logs_name_their_layer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["ordering", "simulate", "--layer", "atoms", "--runs", "2", "--events", "40", "--log", str(tmp_path)]
+    assert main(args) == 0
+    capsys.readouterr()
+    for log in sorted(tmp_path.glob("atoms-*.jsonl")):
+        assert json.loads(log.read_text().splitlines()[0])["ordering"] == "atoms"
+        assert main(["verify", str(log)]) == 0, capsys.readouterr().out
+        capsys.readouterr()
