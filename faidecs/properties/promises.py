@@ -103,10 +103,10 @@ class Judged:
             if missing:
                 lines.append(f"{process}'s options do not promise: {', '.join(missing)}")
         if self.layer is not None:
-            name, given = self.layer
+            layer_name, given = self.layer
             lacking = [p for p in results if p not in PROPERTIES and p not in _PART_OF and p not in given]
             if lacking:
-                lines.append(f"the {name} ordering layer does not promise: {', '.join(lacking)}")
+                lines.append(f"the {layer_name} ordering layer does not promise: {', '.join(lacking)}")
         reasons = sorted(set(self.report.undecided.values()))
         lines += [f"cannot judge: {reason}; the others are judged on what the log records" for reason in reasons]
         lines.append("judged: what each process's options promise (docs/properties.md); --all judges every property")
