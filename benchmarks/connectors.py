@@ -19,8 +19,9 @@ Each setup has a kernel cache of its own (``FAIDECS_CACHE_DIR``), empty for the 
 are loaded before a round's runs start, outside the timing; every run reads a subject or topic
 of its own. Each run's deliveries are checked against the file run's: the same lines in the same
 order on ``--out``, or, for the sink, as many as the file run's, counted by the process and by
-the stream. Prints the seconds of every run and a Markdown table: events/s and the ratio to the
-file run of the same round kind (cold, or the best warm run).
+the stream. Prints the seconds of every run and a Markdown table: seconds, events/s and the
+ratio to the file run of the same kind (cold, or the best warm run), with the machine and the
+load average before and after (the figures are only as quiet as the machine).
 """
 
 from __future__ import annotations
@@ -229,15 +230,15 @@ def main() -> None:
           f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")  # fmt: skip
     print()
     warm = args.rounds > 1
-    header = "| setup | cold: events/s | vs file |" + (" warm (best of {}): events/s | vs file |" if warm else "")
-    print(header.format(args.rounds - 1))
-    print("|---|---|---|" + ("---|---|" if warm else ""))
+    head = "| setup | cold: seconds | events/s | vs file |"
+    print(head + (f" warm (best of {args.rounds - 1}): seconds | events/s | vs file |" if warm else ""))
+    print("|---|---|---|---|" + ("---|---|---|" if warm else ""))
     for setup in SETUPS:
-        cold = n / seconds[setup][0]
-        row = f"| {setup} | {cold:,.0f} | {cold / (n / seconds['file'][0]):.2f} |"
+        cold, file_cold = seconds[setup][0], seconds["file"][0]
+        row = f"| {setup} | {cold:.2f} | {n / cold:,.0f} | {file_cold / cold:.2f} |"
         if warm:
-            best = n / min(seconds[setup][1:])
-            row += f" {best:,.0f} | {best / (n / min(seconds['file'][1:])):.2f} |"
+            best, file_best = min(seconds[setup][1:]), min(seconds["file"][1:])
+            row += f" {best:.2f} | {n / best:,.0f} | {file_best / best:.2f} |"
         print(row)
 
 
