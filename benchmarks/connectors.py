@@ -15,13 +15,17 @@ exits, in four setups alternated round by round:
   source's persistent session (created, subscribed, before they were published).
 
 Each setup has a kernel cache of its own (``FAIDECS_CACHE_DIR``), empty for the first round
-(``cold``: the compiled matcher's kernels are compiled in the run) and warm afterwards. Brokers
-are loaded before a round's runs start, outside the timing; every run reads a subject or topic
-of its own. Each run's deliveries are checked against the file run's: the same lines in the same
-order on ``--out``, or, for the sink, as many as the file run's, counted by the process and by
-the stream. Prints the seconds of every run and a Markdown table: seconds, events/s and the
-ratio to the file run of the same kind (cold, or the best warm run), with the machine and the
-load average before and after (the figures are only as quiet as the machine).
+(``cold``: the compiled matcher's kernels are compiled in the run, by the engine's compile worker
+process) and warm afterwards. After each run the benchmark waits, untimed, for the compile worker
+the run may leave behind (it finishes the kernel in hand: the seconds are printed), and after
+the cold round it fills each cache with every kernel the run needs, so that the warm rounds are
+warm whatever ``--events`` is. Brokers are loaded before a round's runs start, outside the
+timing; every run reads a subject or topic of its own. Each run's deliveries are checked
+against the file run's: the same lines in the same order on ``--out``, or, for the sink, as many
+as the file run's, counted by the process and by the stream. Prints the seconds of every run
+and a Markdown table: seconds, events/s and the ratio to the file run of the same kind (cold, or
+the best warm run), with the machine and the load average before and after (the figures are
+only as quiet as the machine).
 """
 
 from __future__ import annotations
@@ -156,6 +160,42 @@ def faidecs_run(args: list[str], cache: Path, out: Path, timeout: float) -> tupl
     return seconds, done.stderr
 
 
+def kernel_workers(cache: Path) -> list[int]:
+    """The kernel compile workers (faidecs.matching.kernel_worker) started with ``cache``: a run
+    that ends early leaves its worker compiling the kernel in hand (into the cache) for a while."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if b"faidecs.matching.kernel_worker" not in (proc / "cmdline").read_bytes():
+                continue
+            if f"FAIDECS_CACHE_DIR={cache}".encode() in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:
+            continue  # gone, or not ours
+    return found
+
+
+def settle(cache: Path, timeout: float) -> float:
+    """Wait until the kernel workers a run left behind have exited (they would take CPU from the
+    next run, and a warm cache must hold their kernels); the seconds waited."""
+    start = time.perf_counter()
+    while kernel_workers(cache):
+        if time.perf_counter() - start > timeout:
+            raise RuntimeError(f"kernel workers for {cache} still running after {timeout:g} s")
+        time.sleep(0.1)
+    return time.perf_counter() - start
+
+
+def fill_cache(events_file: Path, cache: Path, timeout: float) -> None:
+    """Untimed, after the cold round: a run that compiles every kernel it needs in-process
+    (``FAIDECS_KERNELS=eager``), so that the warm rounds find them all whatever N was."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FAIDECS_CACHE_DIR": str(cache), "FAIDECS_KERNELS": "eager"}
+    command = [sys.executable, "-m", "faidecs", "run", "--program", str(PROGRAM), "--events", str(events_file)]
+    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=True, timeout=timeout)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=20_000, help="events per run (default 20,000)")
@@ -191,11 +231,15 @@ def main() -> None:
                     "mqtt": ["--source", mosquitto.url(topic, f"client_id={client_id}"), "--max-events", str(n)],
                 }
                 outputs: dict[str, bytes] = {}
+                lingered: dict[str, float] = {}
                 expected = 0
                 for setup in SETUPS:
                     out = work / f"out-{r}-{SETUPS.index(setup)}.jsonl"
                     took, stderr = faidecs_run(runs[setup], caches[setup], out, args.timeout)
                     seconds[setup].append(took)
+                    lingered[setup] = settle(caches[setup], args.timeout)
+                    if r == 0:
+                        fill_cache(events_file, caches[setup], args.timeout)
                     outputs[setup] = out.read_bytes()
                     if setup == "file":
                         expected = outputs["file"].count(b"\n")
@@ -217,7 +261,9 @@ def main() -> None:
                 print(
                     f"round {r} ({'cold' if r == 0 else 'warm'}): "
                     + ", ".join(f"{s} {seconds[s][-1]:.2f} s" for s in SETUPS)
-                    + f"; {expected} deliveries each",
+                    + f"; {expected} deliveries each; kernel compiles went on after the run for "
+                    + ", ".join(f"{lingered[s]:.1f}" for s in SETUPS)
+                    + " s",
                     flush=True,
                 )
     finally:
