@@ -97,14 +97,15 @@ async def _publish(port: int, batch: list[dict[str, Any]]) -> None:
     await nc.close()
 
 
-def expected() -> dict[str, list[tuple[int, tuple[str, ...]]]]:
-    """What the embedded engine delivers on the same events, per subscriber."""
+def expected(order: list[str]) -> dict[str, list[tuple[int, tuple[str, ...]]]]:
+    """What the embedded engine delivers on the same events in the order of ids ``order``, per subscriber."""
     from faidecs import Engine
 
     engine = Engine.from_source((HERE / "trading.fdc").read_text(), matcher="reference")
     out: dict[str, list[tuple[int, tuple[str, ...]]]] = {name: [] for name in SUBSCRIBERS}
     by_subscription = {sub: name for name, sub in SUBSCRIBERS.items()}
-    for event in events():
+    by_id = {e["id"]: e for e in events()}
+    for event in (by_id[i] for i in order):
         for d in engine.publish(event):
             out[by_subscription[d.subscription]].append((d.conjunction, tuple(d.ids)))
     return out
@@ -164,10 +165,12 @@ def run(
     got: dict[str, list[tuple[int, tuple[str, ...]]]] = {name: [] for name in SUBSCRIBERS}
     for d in log.delivered:
         got[d.process].append((d.conjunction, tuple(d.relation)))
-    want = expected()
+    want = expected([p.id for p in sorted(log.published, key=lambda p: int(p.event["seq"]))])  # one publisher
     assert got["s1"] == got["s2"] and got["s1"], "the desks disagree"
-    # Spike reads one type: its merger's stream is the publisher's order, the order of the file,
-    # so it delivers exactly what the embedded engine delivers on the file.
+    # Spike reads one type: its merger's stream is the publisher's order (the file's, but for
+    # messages the broker gave again after the publisher's restart, which come after the newer
+    # ones it had never handed out), so it delivers what the embedded engine delivers on the
+    # events in the order published.
     assert got["s3"] == want["s3"], "s3 delivered other than the embedded engine"
     return {"published": len(ids), "delivered": {n: len(v) for n, v in got.items()}, "publisher": publisher}
 

@@ -65,3 +65,22 @@ def test_a_damaged_outbox_record_is_refused_naming_the_folder(tmp_path: Path) ->
     box.close()
     with pytest.raises(FaidecsError, match=f"{tmp_path}: record 0: not an outbox record"):
         Outbox.open(tmp_path, Durability(), DECODER, root)
+
+
+def test_a_broker_outbox_remembers_every_line_not_only_the_highest(tmp_path: Path) -> None:
+    """JetStream hands a restarted publisher the stream's newest message before the older ones
+    its predecessor took and never acknowledged: with a high-water mark those would pass for
+    published and be lost (the trading example lost them)."""
+    box = Outbox.open(tmp_path, Durability(sync="always"), DECODER, root, every_line=True)
+    for seq, line in enumerate([1, 2, 300]):
+        p = publication(seq, "A")
+        box.send(p, root("A"), line=line, data=wire.encode(p), now=0)
+    box.commit()
+    box.close()
+    again = Outbox.open(tmp_path, Durability(), DECODER, root, every_line=True)
+    assert [again.published(line) for line in (1, 2, 3, 299, 300)] == [True, True, False, False, True]
+    assert again.next_line == 300
+    again.close()
+    file_box = Outbox.open(tmp_path, Durability(), DECODER, root)  # a file's lines come in order
+    assert [file_box.published(line) for line in (3, 300, 301)] == [True, True, False]
+    file_box.close()

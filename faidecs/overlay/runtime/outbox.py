@@ -33,19 +33,38 @@ _DECODE = msgspec.msgpack.Decoder(list[int | bytes | list[int]]).decode
 class Outbox(Unacknowledged):
     """What a publisher sent and was not told is ordered, kept on disk too; :meth:`open` it."""
 
-    def __init__(self, log: SegmentLog | None):
+    def __init__(self, log: SegmentLog | None, *, every_line: bool = False):
         super().__init__()
         self.log = log
         self.next_seq = 0
-        self.next_line = 0  # lines of the events file before it were published
+        self.next_line = 0  # the highest line published; a file's lines before it were too
+        #: with ``every_line`` (a broker source): each line published. A broker does not hand
+        #: its messages over in line order: JetStream gives a message never delivered before
+        #: one whose acknowledgement timed out, so a restarted publisher is handed the stream's
+        #: newest message before the older ones its predecessor took and never acknowledged;
+        #: a high-water mark would take those for published and lose them.
+        self.lines: set[int] | None = set() if every_line else None
+
+    def published(self, line: int) -> bool:
+        """Whether the event of ``line`` (a file's line, a broker's stream sequence) was published."""
+        return line <= self.next_line if self.lines is None else line in self.lines
 
     @classmethod
-    def open(cls, folder: Path | None, durability: Durability, decoder: wire.Declared, root: object) -> Outbox:
-        """The outbox in ``folder`` (None: in memory only); ``root``: the role of an event type."""
+    def open(
+        cls,
+        folder: Path | None,
+        durability: Durability,
+        decoder: wire.Declared,
+        root: object,
+        *,
+        every_line: bool = False,
+    ) -> Outbox:
+        """The outbox in ``folder`` (None: in memory only); ``root``: the role of an event type;
+        ``every_line``: remember each line published, not only the highest (a broker source)."""
         if folder is None:
-            return cls(None)
+            return cls(None, every_line=every_line)
         log, records, _ = SegmentLog.open(folder, **durability.log_settings())
-        outbox = cls(log)
+        outbox = cls(log, every_line=every_line)
         for index, data in enumerate(records):
             try:
                 record = _DECODE(data)
@@ -60,6 +79,8 @@ class Outbox(Unacknowledged):
                     Unacknowledged.sent(outbox, publish, root(publish.event.type), 0)  # type: ignore[operator]
                     outbox.next_seq = max(outbox.next_seq, seq + 1)
                     outbox.next_line = max(outbox.next_line, line)
+                    if outbox.lines is not None:
+                        outbox.lines.add(line)
                 elif kind == _ACKED and len(record) == 2 and isinstance(record[1], list):
                     for seq in record[1]:
                         outbox.unacked.pop(seq, None)
@@ -74,7 +95,9 @@ class Outbox(Unacknowledged):
         """``publish`` (encoded ``data``), from ``line`` of the events file, goes out now."""
         self.sent(publish, role, now)
         self.next_seq = publish.seq + 1
-        self.next_line = line
+        self.next_line = max(self.next_line, line)
+        if self.lines is not None:
+            self.lines.add(line)
         if self.log is not None:
             self.log.append(_ENCODE((_SENT, publish.seq, line, data)))
 

@@ -122,7 +122,10 @@ class PublisherNode(Node):
         if process not in deployment.udp_publishers() and deployment.ordering != "raft":
             folder = self.state_dir / "outbox" if self.state_dir is not None else None
             decoder = wire.Declared(deployment.types, deployment.roles)
-            self.publications = Outbox.open(folder, deployment.durability, decoder, deployment.root_role)
+            every_line = self.publisher.source is not None
+            self.publications = Outbox.open(
+                folder, deployment.durability, decoder, deployment.root_role, every_line=every_line
+            )
             if self.publications.log is not None:
                 self._keep_on_disk([self.publications.log])
             self.seq = self.publications.next_seq
@@ -225,7 +228,7 @@ class PublisherNode(Node):
             where = raw.pop("_line")
             broker_msg = raw.pop("_message", None)
             line = int(where.rsplit(":", 1)[1])
-            if self.publications is not None and line <= self.publications.next_line:  # lines count from 1
+            if self.publications is not None and self.publications.published(line):  # lines count from 1
                 # Published before a restart (what was not acknowledged is resent), or a broker's
                 # redelivery of a message published already.
                 if broker_msg is not None:
