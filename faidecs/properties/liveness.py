@@ -164,14 +164,16 @@ def _event_validity_cases(view: RunView) -> Iterator[Violation | Overtaken]:
                     f"[{shown}] followed, but {stream.process} never delivered it"
                 )
                 if queued is not None and e.id not in queued:
-                    yield Violation(
-                        f"{head}: it was disposed", (e.id, *partners), (stream.process,)
-                    )
+                    yield Violation(f"{head}: it was disposed", (e.id, *partners), (stream.process,))
                 else:
                     took = _overtaken(view, stream, e, view.published[e.id].time, free)
                     if took is not None:
                         yield Overtaken(
-                            stream.process, stream.index, e.id, slot, tuple(partners),
+                            stream.process,
+                            stream.index,
+                            e.id,
+                            slot,
+                            tuple(partners),
                             f"{head} yet: {took}, and {e.id} is still queued (unproven: a later relation may take it)",
                         )
                 break
