@@ -132,7 +132,6 @@ MEASURED_VIOLATIONS: dict[Combination, tuple[Property, ...]] = {
 #: the same with every subscription ``covering staged`` (``faidecs lab --staged``).
 STAGED_VIOLATIONS: dict[Combination, tuple[Property, ...]] = {
     Combination(M.FR, D.I): (
-        P.EVENT_VALIDITY,
         P.TYPE_CAUSAL_ORDER,
         P.TYPE_FIFO_ORDER,
         P.TYPE_TOTAL_ORDER,
@@ -194,7 +193,6 @@ STAGED_VIOLATIONS: dict[Combination, tuple[Property, ...]] = {
         P.TYPE_TOTAL_ORDER,
     ),
     Combination(M.FR, D.FP): (
-        P.EVENT_VALIDITY,
         P.NO_DUPLICATION,
         P.NO_DUPLICATION_PRIME,
         P.TYPE_CAUSAL_ORDER,
