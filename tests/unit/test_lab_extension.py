@@ -1,8 +1,15 @@
 """The lab proves an overtaken event lost only by extending its run (faidecs.lab.extension):
-the published FR+I counterexample is not a loss, Theorem 1 (MR+I) and Theorem 5 (FRC+I) are."""
+the published FR+I counterexample is not a loss, Theorem 1 (MR+I) and Theorem 5 (FRC+I) are;
+`faidecs verify`, which cannot extend a recorded run, calls such an event unproven (issue 24)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
+from faidecs.cli.main import main
 from faidecs.lab import Combination, run
 from faidecs.lab.extension import prove_event_validity
 from faidecs.lab.report import counterexample
@@ -67,3 +74,30 @@ def test_fp_and_pi_dispose_an_overtaken_event_at_once() -> None:
         report = check(run(s, Combination.parse(name)), [EV])
         (v,) = report.results[EV]
         assert v.events == ("e1", "e3") and "it was disposed" in v.explanation
+
+
+def test_verify_calls_an_overtaken_event_unproven_not_violated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The former FR+I counterexample (issue 24): e2 overtaken by e4 and still queued. FR+I
+    promises Event Validity; `faidecs verify` cannot extend the run, so it says unproven and
+    exits 0, with the finding shown; `--json` has holds null and the finding under unproven."""
+    program = tmp_path / "p.fdc"
+    program.write_text("type T3(a: int)\nsubscription p2 (matching FR, disposal I): T3[2] and T3[1].a >= 1\n")
+    events = tmp_path / "e.jsonl"
+    events.write_text(
+        "".join(
+            json.dumps({"id": f"e{k}", "type": "T3", "attrs": {"a": a}}) + "\n" for k, a in enumerate((0, 0, 1, 0), 1)
+        )
+    )
+    log = tmp_path / "run.jsonl"
+    assert main(["run", "--program", str(program), "--events", str(events), "--log", str(log)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "Event Validity            unproven (not a violation)" in out
+    assert "e4, published after it, took T3[2]" in out and "e2 is still queued" in out
+    assert main(["verify", "--all", str(log), "--json"]) == 0
+    entry = json.loads(capsys.readouterr().out)["Event Validity"]
+    assert entry["holds"] is None and entry["violations"] == []
+    assert entry["unproven"][0]["events"] == ["e2", "e3", "e4"]

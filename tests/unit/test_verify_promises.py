@@ -113,30 +113,3 @@ def test_a_promise_kept_by_every_option_fails_everywhere(tmp_path: Path, capsys:
     log = write_log(tmp_path / "made-up.jsonl", " (matching MR, disposal I)", [["x"], ["z"]])
     assert main(["verify", str(log)]) == 1
     assert verdicts(capsys.readouterr().out)["No Creation"] == "VIOLATED"
-
-
-def test_verify_calls_an_overtaken_event_unproven_not_violated(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The former FR+I counterexample (issue 24): e2 overtaken by e4 and still queued. FR+I
-    promises Event Validity; `faidecs verify` cannot extend the run, so it says unproven and
-    exits 0, with the finding shown; `--json` has holds null and the finding under unproven."""
-    program = tmp_path / "p.fdc"
-    program.write_text("type T3(a: int)\nsubscription p2 (matching FR, disposal I): T3[2] and T3[1].a >= 1\n")
-    events = tmp_path / "e.jsonl"
-    events.write_text(
-        "".join(
-            json.dumps({"id": f"e{k}", "type": "T3", "attrs": {"a": a}}) + "\n" for k, a in enumerate((0, 0, 1, 0), 1)
-        )
-    )
-    log = tmp_path / "run.jsonl"
-    assert main(["run", "--program", str(program), "--events", str(events), "--log", str(log)]) == 0
-    capsys.readouterr()
-    assert main(["verify", str(log)]) == 0
-    out = capsys.readouterr().out
-    assert verdicts(out)["Event Validity"] == "unproven (not a violation)"
-    assert "e4, published after it, took T3[2]" in out and "e2 is still queued" in out
-    assert main(["verify", "--all", str(log), "--json"]) == 0
-    entry = json.loads(capsys.readouterr().out)["Event Validity"]
-    assert entry["holds"] is None and entry["violations"] == []
-    assert entry["unproven"][0]["events"] == ["e2", "e3", "e4"]
