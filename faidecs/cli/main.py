@@ -296,7 +296,9 @@ def cmd_lab(args: argparse.Namespace) -> int:
             for prop, finding in props.items():
                 slug = prop.lower().replace("'", "-prime").replace(" ", "-")
                 with open(folder / f"{slug}.jsonl", "w", encoding="utf-8") as f:
-                    run(finding.scenario, combination, extra).write(f)
+                    run(finding.shown(), combination, extra).write(f)
+                if finding.proof is not None:  # the extension's proof, which the log alone cannot show
+                    (folder / f"{slug}.proof.txt").write_text(finding.proof.explanation() + "\n", encoding="utf-8")
     return 0
 
 

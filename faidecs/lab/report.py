@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from faidecs.lab.extension import Proof
 from faidecs.lab.scenario import LabScenario, run
 from faidecs.lab.search import Finding, combo_name, paper_row
 from faidecs.matching.guarantees import PROPERTIES, Combination, Property
@@ -31,7 +32,12 @@ def table(found: dict[str, dict[Property, Finding]], combinations: tuple[Combina
     return "\n".join(rows) + "\n"
 
 
-def counterexample(s: LabScenario, combination: Combination, prop: Property, extra: str = "") -> str:
+def counterexample(
+    s: LabScenario, combination: Combination, prop: Property, extra: str = "", proof: Proof | None = None
+) -> str:
+    """The run of ``s`` (extended by ``proof``'s rounds, if any) and the violation it shows."""
+    if proof is not None:
+        s = proof.extended
     log = run(s, combination, extra)
     lines = ["```"]
     for name, _ in s.processes:
@@ -54,8 +60,14 @@ def counterexample(s: LabScenario, combination: Combination, prop: Property, ext
         shown = "; ".join(_queues(q) for q in queues)
         lines.append(f"final queues of {name}: {shown}")
     lines.append("```")
-    violation = check(log, [prop]).results[prop][0]
-    lines.append(f"{violation.explanation}.")
+    report = check(log, [prop])
+    if report.results[prop]:
+        lines.append(f"{report.results[prop][0].explanation}.")
+    if proof is not None:
+        if not report.results[prop]:
+            overtaken = [v for v in report.unproven[prop] if v.events[0] == proof.event]
+            lines.append(f"{(overtaken or report.unproven[prop])[0].explanation}.")
+        lines.append(f"The lab's proof: {proof.explanation()}.")
     return "\n".join(lines)
 
 
@@ -83,5 +95,5 @@ def markdown(found: dict[str, dict[Property, Finding]], combinations: tuple[Comb
                 else f"found by replaying a counterexample of {finding.origin}"
             )
             out.append(f"**{prop}** ({how})\n")
-            out.append(counterexample(finding.scenario, c, prop, extra) + "\n")
+            out.append(counterexample(finding.scenario, c, prop, extra, finding.proof) + "\n")
     return "\n".join(out)

@@ -10,6 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 
 from faidecs.errors import ProgramError
+from faidecs.lab.extension import Proof, prove_event_validity
 from faidecs.lab.generator import scenario as generate
 from faidecs.lab.scenario import LabScenario, partitioned, run
 from faidecs.matching.guarantees import COMBINATIONS, PAPER_VIOLATIONS, PROPERTIES, Combination, Property
@@ -28,6 +29,12 @@ class Finding:
     runs_needed: int  # generated runs before it was found; 0 when carried over from another combination
     origin: str = "search"  # "search", or the combination whose counterexample revealed it
     unshrunk: LabScenario | None = None  # the run as generated, before shrinking
+    #: an Event Validity finding of an overtaken event: the extension that proves it lost
+    proof: Proof | None = None
+
+    def shown(self) -> LabScenario:
+        """The run that shows the violation: the scenario, extended when a proof extends it."""
+        return self.scenario if self.proof is None else self.proof.extended
 
 
 def _violates(s: LabScenario, combination: Combination, prop: Property, extra: str) -> bool:
@@ -35,7 +42,28 @@ def _violates(s: LabScenario, combination: Combination, prop: Property, extra: s
         log = run(s, combination, extra)
     except ProgramError:
         return False
-    return bool(check(log, [prop]).results[prop])
+    report = check(log, [prop])
+    if report.results[prop]:
+        return True
+    # An overtaken event is only unproven on the run itself; an extension may prove it lost.
+    return prop in report.unproven and prove_event_validity(s, combination, extra) is not None
+
+
+def _finding(
+    prop: Property,
+    s: LabScenario,
+    combination: Combination,
+    extra: str,
+    runs_needed: int,
+    origin: str = "search",
+    unshrunk: LabScenario | None = None,
+) -> Finding:
+    """A finding, shrunk; for an overtaken event, with the extension that proves it."""
+    small = shrink(s, combination, prop, extra)
+    proof = None
+    if prop == Property.EVENT_VALIDITY and not check(run(small, combination, extra), [prop]).results[prop]:
+        proof = prove_event_validity(small, combination, extra)
+    return Finding(prop, small, runs_needed, origin, unshrunk, proof)
 
 
 def _reductions(s: LabScenario) -> Iterator[LabScenario]:
@@ -86,8 +114,11 @@ def explore(combination: Combination, runs: int, seed: int, extra: str = "") -> 
     for i in range(runs):
         s = generate(rng, keyed=partitioned(extra))
         report = check(run(s, combination, extra), remaining)
-        for prop in report.violated():
-            found[prop] = Finding(prop, shrink(s, combination, prop, extra), i + 1, unshrunk=s)
+        proven = report.violated()
+        if Property.EVENT_VALIDITY in report.unproven and prove_event_validity(s, combination, extra) is not None:
+            proven.append(Property.EVENT_VALIDITY)
+        for prop in proven:
+            found[prop] = _finding(prop, s, combination, extra, i + 1, unshrunk=s)
             remaining.remove(prop)
         if not remaining:
             break
@@ -139,7 +170,7 @@ def lab(
                 continue
             for origin, s in pool_of:
                 if origin != name and _violates(s, c, prop, extra):
-                    found[name][prop] = Finding(prop, shrink(s, c, prop, extra), 0, origin)
+                    found[name][prop] = _finding(prop, s, c, extra, 0, origin)
                     break
     return found
 

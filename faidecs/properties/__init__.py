@@ -15,7 +15,7 @@ from typing import Any
 from faidecs.matching.guarantees import Property
 from faidecs.properties.agreement import conjunction_agreement, covering_agreement
 from faidecs.properties.gapless import gapless_causal_delivery, gapless_fifo_delivery
-from faidecs.properties.liveness import conjunction_validity, event_validity
+from faidecs.properties.liveness import conjunction_validity, event_validity, event_validity_unproven
 from faidecs.properties.notification import notification_integrity, notification_validity, total_notification_order
 from faidecs.properties.notification_fifo import notification_fifo_order
 from faidecs.properties.order import (
@@ -27,7 +27,7 @@ from faidecs.properties.order import (
     type_total_order,
 )
 from faidecs.properties.safety import admission, no_creation, no_duplication, no_duplication_prime
-from faidecs.properties.view import RunView, Violation
+from faidecs.properties.view import UNPROVEN_VERDICT, RunView, Violation
 from faidecs.runs.runlog import RunLog
 
 Check = Callable[[RunView], list[Violation]]
@@ -76,11 +76,19 @@ WHOLE_RUN: frozenset[Property] = frozenset(
 )
 
 
+#: Findings a finite run cannot turn into a violation: an event Event Validity finds overtaken by a
+#: younger one but still queued may yet be delivered by a later relation (docs/properties.md). They
+#: are reported apart, as unproven: neither a violation nor a proof that the property holds.
+UNPROVEN: dict[Property, Check] = {Property.EVENT_VALIDITY: event_validity_unproven}
+
+
 @dataclass(frozen=True, slots=True)
 class Report:
     results: dict[Property, list[Violation]]
     #: properties not judged, and why (the log is not the whole run); their results are empty
     undecided: dict[Property, str] = field(default_factory=dict)
+    #: findings that are not violations, for properties without a violation (see :data:`UNPROVEN`)
+    unproven: dict[Property, list[Violation]] = field(default_factory=dict)
 
     def violated(self) -> list[Property]:
         return [name for name, found in self.results.items() if found]
@@ -90,6 +98,8 @@ class Report:
         for name, found in self.results.items():
             if name in self.undecided:
                 out[name] = {"holds": None, "violations": [], "undecided": self.undecided[name]}
+            elif name in self.unproven:
+                out[name] = {"holds": None, "violations": [], "unproven": [v.to_json() for v in self.unproven[name]]}
             else:
                 out[name] = {"holds": not found, "violations": [v.to_json() for v in found]}
         return out
@@ -99,8 +109,10 @@ class Report:
         lines = [f"{'property':<{width}}  result"]
         for name, found in self.results.items():
             verdict = "cannot judge" if name in self.undecided else "VIOLATED" if found else "holds"
+            if name in self.unproven:
+                verdict = UNPROVEN_VERDICT
             lines.append(f"{name:<{width}}  {verdict}")
-            for v in found:
+            for v in found + self.unproven.get(name, []):
                 lines.append(f"{'':<{width}}    {v.explanation}")
         reasons = sorted(set(self.undecided.values()))
         lines += [f"cannot judge: {reason}; the others are judged on what the log records" for reason in reasons]
@@ -116,7 +128,15 @@ def check(log: RunLog, properties: Iterable[str] | None = None, *, unfinished: s
     view = RunView(log)
     names = [Property(p) for p in properties] if properties is not None else list(CHECKS)
     undecided = {name: unfinished for name in names if unfinished is not None and name in WHOLE_RUN}
-    return Report({name: [] if name in undecided else CHECKS[name](view) for name in names}, undecided)
+    results = {name: [] if name in undecided else CHECKS[name](view) for name in names}
+    unproven = {
+        name: found
+        for name in names
+        if name in UNPROVEN and name not in undecided and not results[name]
+        for found in [UNPROVEN[name](view)]
+        if found
+    }
+    return Report(results, undecided, unproven)
 
 
-__all__ = ["CHECKS", "WHOLE_RUN", "Property", "Report", "Violation", "check"]
+__all__ = ["CHECKS", "UNPROVEN", "UNPROVEN_VERDICT", "WHOLE_RUN", "Property", "Report", "Violation", "check"]

@@ -12,13 +12,20 @@ its candidates are made of the events of its value only.
 - **Event Validity** fails for an event e and a position P of its type that no binary predicate
   links to another position, if e satisfies P's unary predicates, the run contains partners
   published after e that complete a relation with e at P, e is never delivered by the stream, and
-  e is lost for good: it is no longer in the process's final queue (it was disposed), or a
-  relation delivered after e used a younger event in a position e could have taken.
+  e is lost for good: it is no longer in the process's final queue (it was disposed, and nothing
+  disposed comes back).
+- The same event, still queued, when a relation delivered after e used a younger event in a
+  position e could have taken (*overtaken*), is **unproven**: not a violation, since a later
+  relation may still take e (under I disposal it stays queued; the published FR+I case is
+  delivered once two more events come). :func:`event_validity_unproven` lists these; the lab
+  proves or drops each by extending the run (:mod:`faidecs.lab.extension`), a recorded run
+  cannot be extended.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -106,7 +113,26 @@ def conjunction_validity(view: RunView) -> list[Violation]:
     return []
 
 
-def event_validity(view: RunView) -> list[Violation]:
+@dataclass(frozen=True, slots=True)
+class Overtaken:
+    """An undelivered event still queued after a younger one took a position it could have
+    taken: what the lab needs to extend the run (the stream, the event, its partners)."""
+
+    process: str
+    conjunction: int  # the conjunction's index as written
+    event: str
+    slot: Slot
+    partners: tuple[str, ...]  # the partners completing a relation with ``event``, in publication order
+    explanation: str
+
+    def violation(self) -> Violation:
+        return Violation(self.explanation, (self.event, *self.partners), (self.process,))
+
+
+def _event_validity_cases(view: RunView) -> Iterator[Violation | Overtaken]:
+    """Every undelivered event with partners that the stream lost: a :class:`Violation` when it
+    was disposed, an :class:`Overtaken` when it is still queued but a younger event took its
+    place; one case per event (its first position with partners)."""
     order = {e: p.time for e, p in view.published.items()}
     in_order = [view.events[p.id] for p in view.log.published]
     for stream in view.streams.values():
@@ -131,19 +157,44 @@ def event_validity(view: RunView) -> list[Violation]:
                 witness = find_assignment(conj, candidates, order, _newest_first(stream))
                 if witness is None:
                     continue
-                lost = _lost(view, stream, e, view.published[e.id].time, free, queued)
-                if lost is not None:
-                    return [
-                        Violation(
-                            f"{e.id} satisfies {slot}'s unary predicates of {conj.condition_text()} and partners "
-                            f"[{', '.join(w.id for w in witness if w.id != e.id)}] followed, but {stream.process} "
-                            f"never delivered it: {lost}",
-                            (e.id,) + tuple(w.id for w in witness if w.id != e.id),
-                            (stream.process,),
+                partners = sorted((w.id for w in witness if w.id != e.id), key=order.__getitem__)
+                shown = ", ".join(w.id for w in witness if w.id != e.id)
+                head = (
+                    f"{e.id} satisfies {slot}'s unary predicates of {conj.condition_text()} and partners "
+                    f"[{shown}] followed, but {stream.process} never delivered it"
+                )
+                if queued is not None and e.id not in queued:
+                    yield Violation(f"{head}: it was disposed", (e.id, *partners), (stream.process,))
+                else:
+                    took = _overtaken(view, stream, e, view.published[e.id].time, free)
+                    if took is not None:
+                        yield Overtaken(
+                            stream.process,
+                            stream.index,
+                            e.id,
+                            slot,
+                            tuple(partners),
+                            f"{head} yet: {took}, and {e.id} is still queued (unproven: a later relation may take it)",
                         )
-                    ]
                 break
+
+
+def event_validity(view: RunView) -> list[Violation]:
+    """The first event the run proves lost (disposed without delivery)."""
+    for case in _event_validity_cases(view):
+        if isinstance(case, Violation):
+            return [case]
     return []
+
+
+def overtaken_events(view: RunView) -> list[Overtaken]:
+    """Every overtaken event still queued: unproven, for the lab to extend."""
+    return [case for case in _event_validity_cases(view) if isinstance(case, Overtaken)]
+
+
+def event_validity_unproven(view: RunView) -> list[Violation]:
+    """The overtaken events, as findings that are neither violations nor proofs that it holds."""
+    return [case.violation() for case in overtaken_events(view)]
 
 
 def _held(state: dict[str, Any]) -> set[str]:
@@ -158,11 +209,7 @@ def _held(state: dict[str, Any]) -> set[str]:
     return held
 
 
-def _lost(
-    view: RunView, stream: Stream, e: Event, published: int, free: list[Slot], queued: set[str] | None
-) -> str | None:
-    if queued is not None and e.id not in queued:
-        return "it was disposed"
+def _overtaken(view: RunView, stream: Stream, e: Event, published: int, free: list[Slot]) -> str | None:
     conj = stream.conjunction
     for time, ids in stream.deliveries:
         if time < published:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from faidecs.matching.guarantees import PROPERTIES, Property
-from faidecs.properties.view import Violation
+from faidecs.properties.view import UNPROVEN_VERDICT, Violation
 
 if TYPE_CHECKING:
     from faidecs.properties import Report
@@ -79,11 +79,14 @@ class Judged:
         found = self.report.results[prop]
         if not self.promised_by(prop):
             state = "cannot judge" if prop in self.report.undecided else "violated" if found else "holds"
+            state = "unproven" if prop in self.report.unproven else state
             return f"not promised ({state})"
         if prop in self.report.undecided:
             return "cannot judge"
         if self.breaches(prop):
             return "VIOLATED"
+        if prop in self.report.unproven:
+            return UNPROVEN_VERDICT
         if found:
             others = sorted({p for v in found for p in v.processes})
             return f"holds where promised (violated by {', '.join(others)}, whose options do not promise it)"
@@ -98,6 +101,8 @@ class Judged:
             for v in found:
                 note = "" if self._binding(name, v) else " (not promised)"
                 lines.append(f"{'':<{width}}    {v.explanation}{note}")
+            for v in self.report.unproven.get(name, []):
+                lines.append(f"{'':<{width}}    {v.explanation}")
         for process, kept in self.promises.items():
             missing = [p for p in PROPERTIES if p not in kept]
             if missing:

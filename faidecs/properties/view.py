@@ -19,6 +19,9 @@ from faidecs.matching.evaluate import compile_predicate
 from faidecs.matching.events import Event, EventValidator
 from faidecs.runs.runlog import Published, RunLog, RunLogError
 
+#: the verdict printed for a property with unproven findings and no violation
+UNPROVEN_VERDICT = "unproven (not a violation)"
+
 StreamKey = tuple[str, int, Any]  # (process, conjunction index as written, partition value or None)
 
 

@@ -421,8 +421,9 @@ def test_event_validity_violated_by_a_disposed_event() -> None:
     assert "it was disposed" in v.explanation
 
 
-def test_event_validity_violated_by_a_younger_event_taking_its_position() -> None:
-    """Without a final record: x1, published after x0, took T1[0] in a later relation."""
+def test_event_validity_unproven_when_a_younger_event_took_its_position() -> None:
+    """Without a final record: x1, published after x0, took T1[0] in a later relation. x0 may
+    still be queued, and a later relation may take it: unproven, not a violation."""
     log = make_log(
         {"p": sub("T1 and T2", "MR", "I")},
         pub(1, "x0", "T1"),
@@ -430,10 +431,32 @@ def test_event_validity_violated_by_a_younger_event_taking_its_position() -> Non
         pub(3, "y1", "T2"),
         dlv(4, "p", "x1", "y1"),
     )
-    report = verdict(log, [Property.EVENT_VALIDITY])
-    v = evidence(report, Property.EVENT_VALIDITY)
+    report = verdict(log, [])
+    (v,) = report.unproven[Property.EVENT_VALIDITY]
     assert (v.events, v.processes) == (("x0", "y1"), ("p",))
     assert "x1, published after it, took T1[0] in the relation delivered at time 4" in v.explanation
+    assert "unproven" in v.explanation
+    assert report.to_json()[Property.EVENT_VALIDITY]["holds"] is None
+    assert "Event Validity            unproven (not a violation)" in report.table()
+
+
+def test_event_validity_published_fr_i_counterexample_is_unproven_and_delivered_later() -> None:
+    """The lab's former FR+I counterexample (`T3[2] and T3[1].a >= 1`, a = 0, 0, 1, 0): e4 took
+    T3[2] and e2 stays queued, so the checker calls it unproven; two more events (a = 1, 0) and
+    the reference matcher delivers e2 (issue 24)."""
+    condition = "T3[2] and T3[1].a >= 1"
+    types = "type T3(a: int)"
+    stream = [ev(f"e{k}", "T3", a) for k, a in enumerate((0, 0, 1, 0), 1)]
+    log = run_processes(types, {"p2": sub(condition, "FR", "I", "p2")}, stream, matcher="reference")
+    report = check(log, [Property.EVENT_VALIDITY])
+    assert report.violated() == []
+    (v,) = report.unproven[Property.EVENT_VALIDITY]
+    assert v.events == ("e2", "e3", "e4")
+    longer = stream + [ev("e5", "T3", 1), ev("e6", "T3", 0)]
+    extended = run_processes(types, {"p2": sub(condition, "FR", "I", "p2")}, longer, matcher="reference")
+    assert [d.relation for d in extended.delivered] == [("e1", "e3", "e4"), ("e2", "e5", "e6")]
+    after = check(extended, [Property.EVENT_VALIDITY])
+    assert after.violated() == [] and not after.unproven
 
 
 def test_event_validity_ignores_positions_linked_by_binary_predicates() -> None:
