@@ -14,7 +14,9 @@ from simulated_runs import judged
 
 from faidecs.overlay.sim.generate import BY_MATCHING, random_deployment
 
-RUNS = int(os.environ.get("FAIDECS_OVERLAY_RUNS", "2000"))
+# 1,500 in the suite (FAIDECS_OVERLAY_RUNS for more): the suite's longest test, cut from 2,000 when
+# issue 23's connector, example and live-view tests came, to keep the suite under 15 minutes.
+RUNS = int(os.environ.get("FAIDECS_OVERLAY_RUNS", "1500"))
 CHUNKS = 16
 
 
