@@ -278,7 +278,8 @@ async def _run(
     import nats
 
     from faidecs.connect.nats import ensure_stream
-    from faidecs.connect.servers import MosquittoServer, NatsServer, free_port
+    from faidecs.connect.servers import MosquittoServer, NatsServer
+    from faidecs.net.zkserver import free_port
 
     mosquitto = MosquittoServer(folder / "mosquitto").start()
     broker = NatsServer(folder / "nats").start()

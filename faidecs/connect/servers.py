@@ -17,7 +17,6 @@ import atexit
 import os
 import pwd
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -27,20 +26,14 @@ from types import TracebackType
 from typing import IO, Self
 
 from faidecs.errors import FaidecsError
+from faidecs.net.children import stop_processes
+from faidecs.net.zkserver import free_port
 
 _INSTALL_HINT = "run scripts/services, or install the Debian packages yourself: apt-get install nats-server mosquitto"
 
 
 class BrokerStartError(FaidecsError):
     """A broker is not installed, exited while starting, or did not listen in time."""
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _listening(port: int) -> bool:
@@ -121,13 +114,8 @@ class _Server:
 
     def _terminate(self) -> None:
         process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if process is not None:
+            stop_processes([process])
         if self._out is not None:
             self._out.close()
             self._out = None

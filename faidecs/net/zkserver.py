@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import IO, Self
 
 from faidecs.errors import FaidecsError
+from faidecs.net.children import stop_processes
 
 #: Where the Debian package ``libzookeeper-java`` (a dependency of ``zookeeper``) puts its jars.
 #: ``zookeeper.jar`` names the jars it needs (netty, jute, slf4j, ...) in its manifest's
@@ -317,13 +318,8 @@ class ZooKeeperServer:
 
     def _terminate(self) -> None:
         process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        if process is not None:
+            stop_processes([process])
         if self._out is not None:
             self._out.close()
             self._out = None
