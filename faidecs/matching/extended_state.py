@@ -181,7 +181,7 @@ class ExtendedConjunctionState:
                 arrivals.append(marks[choice])
         self.last_arrivals = tuple(arrivals)
         values = {text: aggregate(a.function, runs[a.slot.type_name], a.position) for text, a in self._aggregates}
-        return Found(tuple(events), tuple(slots), bool(self.matcher.absences), values)
+        return Found(tuple(events), tuple(slots), bool(self.matcher.absences), values, self.last_arrivals)
 
     def _dispose(self, chosen: list[Choice]) -> None:
         for type_name, matched in self._positions(chosen).items():

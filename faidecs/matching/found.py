@@ -18,6 +18,7 @@ class Found:
     signature: tuple[Slot, ...]  # a group contributes one slot per member: T[0], T[1], ...
     timeout: bool = False
     aggregates: Mapping[str, Any] = field(default_factory=dict)
+    arrivals: tuple[int, ...] = ()  # the engine's arrival number of each event of ``relation``
 
 
 class Matches(tuple[Found, ...]):
