@@ -43,6 +43,7 @@ from faidecs.matching.records import (
     KERNEL_MODES,
     MATCHERS,
     SNAPSHOT_FORMAT,
+    ConjunctionMetrics,
     KernelMode,
     Matcher,
     MatcherKinds,
@@ -511,9 +512,7 @@ class Engine:
         return {
             "published": self._published,
             "subscriptions": {
-                name: [
-                    {"queues": c.queue_lengths(), "deliveries": c.deliveries, "drops": c.drops} for c in s.conjunctions
-                ]
+                name: [_conjunction_metrics(c, s.subscription.extended) for c in s.conjunctions]
                 for name, s in self._subscriptions.items()
             },
         }
@@ -635,3 +634,13 @@ def _check_bounds(bounds: BoundsSpec, names: set[str]) -> dict[str, Bounds]:
 
 def _delivered(name: str, index: int, found: Matches) -> list[Delivery]:
     return [Delivery(name, index, f.relation, f.signature, f.timeout, f.aggregates) for f in found]
+
+
+def _conjunction_metrics(state: Any, extended: bool) -> ConjunctionMetrics:
+    out: ConjunctionMetrics = {"queues": state.queue_lengths(), "deliveries": state.deliveries, "drops": state.drops}
+    if extended:
+        parts = [p for p in _plain_states(state) if isinstance(p, ExtendedConjunctionState)]
+        out["late"] = sum(p.late for p in parts)
+        out["purged"] = sum(p.purged for p in parts)
+        out["logged"] = sum(sum(p.log_lengths()) for p in parts)
+    return out

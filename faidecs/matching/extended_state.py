@@ -50,6 +50,10 @@ class ExtendedConjunctionState:
         self.queues: Queues = {t: [] for t in conjunction.types}
         self.arrivals: dict[str, list[int]] = {t: [] for t in conjunction.types}
         self.ticks: dict[str, list[int]] = {t: [] for t in conjunction.types}
+        # Beside each queue, its events' times (with a window), and whether they are in order:
+        # then purging looks at the front only.
+        self.times: dict[str, list[Any]] = {t: [] for t in conjunction.types}
+        self.in_order: dict[str, bool] = dict.fromkeys(conjunction.types, True)
         self.logs: list[list[Logged]] = [[] for _ in conjunction.negations]
         self.watched = frozenset(conjunction.watched_types)
         self.clock = 0
@@ -78,10 +82,10 @@ class ExtendedConjunctionState:
         assert self.window is not None
         return event.values[event.event_type.position(self.window.attribute)]
 
-    def _times(self) -> dict[str, list[Any]] | None:
-        if self.window is None:
-            return None
-        return {t: [self._time(e) for e in q] for t, q in self.queues.items()}
+    def _retime(self) -> None:
+        """Rebuild the times beside the queues (after a restore)."""
+        self.times = {t: [self._time(e) for e in q] if self.window else [] for t, q in self.queues.items()}
+        self.in_order = {t: all(a <= b for a, b in zip(ts, ts[1:])) for t, ts in self.times.items()}
 
     # --- the arrival step ------------------------------------------------------------------
 
@@ -108,7 +112,15 @@ class ExtendedConjunctionState:
                 if self.bounds.overflow == "error":
                     raise QueueOverflowError(*self.owner, event.type, limit, event.id)
                 del queue[0], self.arrivals[event.type][0], self.ticks[event.type][0]
+                if self.window is not None:
+                    del self.times[event.type][0]
                 self.drops += 1
+            if self.window is not None:
+                times = self.times[event.type]
+                t = self._time(event)
+                if times and t < times[-1]:
+                    self.in_order[event.type] = False
+                times.append(t)
             queue.append(event)
             self.arrivals[event.type].append(arrival)
             self.ticks[event.type].append(self.clock)
@@ -130,7 +142,7 @@ class ExtendedConjunctionState:
     def _match(self, new: int | None, before: float) -> list[Found]:
         moment = Moment(self.logs, self.watermark, before)
         out: list[Found] = []
-        for chosen in self.matcher.search(self.queues, self.arrivals, self._times(), moment):
+        for chosen in self.matcher.search(self.queues, self.arrivals, self.times if self.window else None, moment):
             if self.disposal is Disposal.NONE and not self._is_new(chosen, new, before):
                 continue
             out.append(self._found(chosen))
@@ -188,6 +200,8 @@ class ExtendedConjunctionState:
             self.queues[type_name] = dispose(self.queues[type_name], matched, self.disposal)
             self.arrivals[type_name] = dispose(self.arrivals[type_name], matched, self.disposal)
             self.ticks[type_name] = dispose(self.ticks[type_name], matched, self.disposal)
+            if self.window is not None:
+                self.times[type_name] = dispose(self.times[type_name], matched, self.disposal)
 
     def _purge(self) -> None:
         """Drop queued events the window no longer admits, and logged events older than every
@@ -195,12 +209,22 @@ class ExtendedConjunctionState:
         if self.window is not None and self.max_time is not None:
             cutoff = self.watermark - self.window.duration
             for type_name, queue in self.queues.items():
-                keep = [i for i, e in enumerate(queue) if self._time(e) >= cutoff]
+                times = self.times[type_name]
+                if self.in_order[type_name]:
+                    old = 0
+                    while old < len(times) and times[old] < cutoff:
+                        old += 1
+                    if old:
+                        self.purged += old
+                        del queue[:old], times[:old], self.arrivals[type_name][:old], self.ticks[type_name][:old]
+                    continue
+                keep = [i for i, t in enumerate(times) if t >= cutoff]
                 if len(keep) < len(queue):
                     self.purged += len(queue) - len(keep)
                     self.queues[type_name] = [queue[i] for i in keep]
                     self.arrivals[type_name] = [self.arrivals[type_name][i] for i in keep]
                     self.ticks[type_name] = [self.ticks[type_name][i] for i in keep]
+                    self._retime()
         oldest = min((marks[0] for marks in self.arrivals.values() if marks), default=None)
         for j, log in enumerate(self.logs):
             if log and (oldest is None or log[0].arrival < oldest):
@@ -213,6 +237,8 @@ class ExtendedConjunctionState:
                 old += 1
             if old:
                 del ticks[:old], self.arrivals[type_name][:old], self.queues[type_name][:old]
+                if self.window is not None:
+                    del self.times[type_name][:old]
                 self.drops += old
 
     # --- what the engine reads ---------------------------------------------------------------
@@ -263,6 +289,7 @@ class ExtendedConjunctionState:
         self.queues, self.arrivals, self.ticks, self.clock = read_queues(
             saved["queues"], self.conjunction.types, validate, published
         )
+        self._retime()
         logs = saved["logs"]
         if not isinstance(logs, list) or len(logs) != len(self.logs):
             raise SnapshotError(f"expected {len(self.logs)} negation logs")

@@ -173,6 +173,13 @@ def test_window_purges_and_counts_late_events() -> None:
     assert isinstance(state, ExtendedConjunctionState)
     # q1 (time 0) is older than the watermark 18 minus 10: purged; `late` (17 < 18) is counted.
     assert state.state_json() == {"Earnings": [], "Quote": ["q2"]} and state.late == 1
+    (gauges,) = engine.metrics()["subscriptions"]["W"]
+    assert (gauges["late"], gauges["purged"], gauges["logged"], gauges["queues"]) == (
+        1,
+        1,
+        0,
+        {"Earnings": 0, "Quote": 1},
+    )
     (d,) = engine.publish({"id": "e", "type": "Earnings", "attrs": q("A", 1.0, 21)})
     assert d.ids == ["e", "q2"]
 
