@@ -10,7 +10,7 @@ from faidecs.grammar.model import Conjunction, Disposal, Slot
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.events import Event
 from faidecs.matching.found import Matches, Offered
-from faidecs.matching.reference import Queues, ReferenceMatcher, dispose
+from faidecs.matching.reference import Queues, ReferenceMatcher, dispose, expired
 from faidecs.matching.snapshot_schema import EventJson, PlainCounters, Staged, convert
 
 Validate = Callable[[Any], Event]
@@ -105,9 +105,7 @@ class ConjunctionState:
     def _expire(self, limit: int) -> None:
         """Drop the events whose tick is at or before ``limit``."""
         for type_name, ticks in self.ticks.items():
-            old = 0
-            while old < len(ticks) and ticks[old] <= limit:
-                old += 1
+            old = expired(ticks, limit)
             if old:
                 del ticks[:old], self.arrivals[type_name][:old], self.queues[type_name][:old]
                 self.drops += old

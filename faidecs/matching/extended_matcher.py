@@ -18,6 +18,7 @@ from typing import Any
 from faidecs.grammar.model import Conjunction, Matching, Negation, NegationKind, Slot, Window
 from faidecs.matching.events import Event
 from faidecs.matching.extended_values import GroupPredicate, Runs, View
+from faidecs.matching.reference import candidates
 
 #: A slot's choice: a queue position, or for a group the run ``(start, end)``, both included.
 Choice = int | tuple[int, int]
@@ -126,17 +127,10 @@ class ExtendedMatcher:
     # --- MATCH -----------------------------------------------------------------------------
 
     def _instance_candidates(self, k: int, n: int, chosen: list[Choice]) -> Sequence[int]:
-        if self.signature[k].index == 0:
-            return range(n - 1, -1, -1) if self.matching.most_recent else range(n)
-        previous = chosen[k - 1]
+        first = self.signature[k].index == 0
+        previous = -1 if first else chosen[k - 1]  # the same type's instance i-1, never a group
         assert isinstance(previous, int)
-        if self.matching in (Matching.FR, Matching.ALL):
-            return range(previous + 1, n)
-        if self.matching is Matching.MR:
-            return range(previous - 1, -1, -1)
-        if self.matching is Matching.FRC:
-            return [previous + 1] if previous + 1 < n else []
-        return [previous - 1] if previous >= 1 else []  # MRC
+        return candidates(self.matching, first, n, previous)
 
     def _runs(self, k: int, queue: Sequence[Event], view: View, prev: View, runs: Runs) -> Iterator[tuple[int, int]]:
         """The runs a group slot tries, in order, that its member and pair predicates allow."""

@@ -22,7 +22,7 @@ from faidecs.matching.events import Event
 from faidecs.matching.extended_matcher import Choice, ExtendedMatcher, Logged, Moment
 from faidecs.matching.extended_values import aggregate
 from faidecs.matching.found import Found, Matches
-from faidecs.matching.reference import Queues, dispose
+from faidecs.matching.reference import Queues, dispose, expired
 from faidecs.matching.snapshot_schema import EventJson, convert
 
 NEVER = -math.inf
@@ -244,9 +244,7 @@ class ExtendedConjunctionState:
 
     def _expire(self, limit: int) -> None:
         for type_name, ticks in self.ticks.items():
-            old = 0
-            while old < len(ticks) and ticks[old] <= limit:
-                old += 1
+            old = expired(ticks, limit)
             if old:
                 del ticks[:old], self.arrivals[type_name][:old], self.queues[type_name][:old]
                 if self.window is not None:

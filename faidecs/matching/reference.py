@@ -63,18 +63,9 @@ class ReferenceMatcher:
 
     def _candidates(self, k: int, queue: Sequence[Event], chosen: list[int]) -> range | list[int]:
         """Queue positions slot ``k`` tries, in the order the matching option prescribes."""
-        first_instance = self.signature[k].index == 0
-        n = len(queue)
-        if first_instance:
-            return range(n - 1, -1, -1) if self.matching.most_recent else range(n)
-        previous = chosen[k - 1]  # the slot before is the same type's instance i-1
-        if self.matching is Matching.FR:
-            return range(previous + 1, n)
-        if self.matching is Matching.MR:
-            return range(previous - 1, -1, -1)
-        if self.matching is Matching.FRC:
-            return [previous + 1] if previous + 1 < n else []
-        return [previous - 1] if previous >= 1 else []  # MRC
+        first = self.signature[k].index == 0
+        # The slot before is the same type's instance i-1, unless this one is instance 0.
+        return candidates(self.matching, first, len(queue), -1 if first else chosen[k - 1])
 
     def match(self, queues: Queues) -> list[int] | None:
         """The first assignment in search order that satisfies every predicate, as one queue
@@ -97,6 +88,29 @@ class ReferenceMatcher:
             return False
 
         return chosen if search(0) else None
+
+
+def candidates(matching: Matching, first_instance: bool, n: int, previous: int) -> range | list[int]:
+    """Queue positions (of a queue of ``n``) an instance tries, in the order ``matching``
+    prescribes; ``previous``: the position chosen for the type's instance before it. ALL tries
+    them as FR does."""
+    if first_instance:
+        return range(n - 1, -1, -1) if matching.most_recent else range(n)
+    if matching in (Matching.FR, Matching.ALL):
+        return range(previous + 1, n)
+    if matching is Matching.MR:
+        return range(previous - 1, -1, -1)
+    if matching is Matching.FRC:
+        return [previous + 1] if previous + 1 < n else []
+    return [previous - 1] if previous >= 1 else []  # MRC
+
+
+def expired(ticks: Sequence[int], limit: int) -> int:
+    """How many events at the front of a queue have a tick at or before ``limit`` (an age bound)."""
+    old = 0
+    while old < len(ticks) and ticks[old] <= limit:
+        old += 1
+    return old
 
 
 # --- DEQUEUE -------------------------------------------------------------------------------
