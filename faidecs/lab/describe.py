@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from faidecs.grammar.model import Conjunction, Covering, Program, Subscription
+from faidecs.lab.languages import nearest
 from faidecs.lab.promised import lost, promised
 from faidecs.matching.guarantees import Property, paper_lost
 
@@ -49,6 +50,10 @@ def subscription_json(sub: Subscription) -> dict[str, Any]:
         "keeps": list(promised(sub)),
         "loses": {p: list(t) for p, t in losses(sub).items()},
         "paper_loses": {p: list(t) for p, t in paper_lost(sub.matching, sub.disposal).items()},
+        "languages": {
+            peer: {"strategy": n.strategy, "exact": n.exact, "differs": n.differs}
+            for peer, n in nearest(sub.matching.value, sub.disposal.value).items()
+        },
     }
 
 
@@ -88,4 +93,6 @@ def describe_program(program: Program) -> str:
             shown = "; ".join(f"{p} ({_source(t)})" for p, t in differs.items())
             lines.append(f"  kept although the paper's table counts it lost: {shown}")
         lines.append("  (measured by the lab, docs/properties.md; Thm.: the paper's Table 4.1, ToIT 2013)")
+        lines.append("  in other languages (docs/languages.md):")
+        lines.extend(f"    {peer}: {n.text()}" for peer, n in nearest(sub.matching.value, sub.disposal.value).items())
     return "\n".join(lines) + "\n"
