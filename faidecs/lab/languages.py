@@ -266,7 +266,7 @@ OPERATORS: tuple[tuple[str, str, dict[str, str]], ...] = (
             "Flink CEP": '`notFollowedBy("c")` between two patterns, `notNext`',
             "Esper": "`a=A -> (b=B and not C)`",
             "TESLA": "`not C() between A and B`",
-            "CORE": "`NOT(C)` (newer grammars)",
+            "CORE": "`NOT(C)` (in recent grammars)",
             "OpenCEP": "`NegationOperator(...)` inside `SeqOperator`",
         },
     ),
