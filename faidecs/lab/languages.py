@@ -81,11 +81,15 @@ _SELECTION: dict[str, dict[str, Nearest]] = {
         "MRC": Nearest("last-within", "TESLA has no contiguity"),
         "ALL": Nearest("each-within"),
     },
-    "CORE": {
-        "FR": Nearest("SELECT NEXT, LIMIT 1", "LIMIT 1: the first match CORE enumerates, not the oldest"),
-        "FRC": Nearest("`:` and `:+`, LIMIT 1", "CORE: contiguous in the stream; faidecs: in each type's queue"),
-        "MR": Nearest("SELECT LAST, LIMIT 1", "LIMIT 1: the first match CORE enumerates, not the newest"),
-        "MRC": Nearest("`:` and `:+`, SELECT LAST", "CORE: contiguous in the stream; faidecs: in each type's queue"),
+    "CORE": {  # pycer 0.1.6 parses SELECT NEXT, LAST, STRICT, ... but applies none of them
+        "FR": Nearest(
+            "SELECT NEXT, LIMIT 1", "pycer 0.1.6 ignores NEXT; LIMIT 1 keeps the newest match, faidecs the oldest"
+        ),
+        "FRC": Nearest(
+            "`:` and `:+`, LIMIT 1", "CORE: contiguous in the stream; faidecs: in each type's queue, oldest first"
+        ),
+        "MR": Nearest("LIMIT 1", "keeps the match CORE enumerates first: the newest in pycer 0.1.6, undocumented"),
+        "MRC": Nearest("`:` and `:+`, LIMIT 1", "CORE: contiguous in the stream; faidecs: in each type's queue"),
         "ALL": Nearest("SELECT ALL"),
     },
     "OpenCEP": {
