@@ -117,11 +117,17 @@ def test_check_names_the_nearest_strategy_of_each_peer(
     assert lines[first + 1 : first + 1 + len(PEERS)] == [
         f"    {peer}: {n.text()}" for peer, n in nearest(matching, disposal).items()
     ]
+    # what the options keep comes from the lab's table; options it has no row for say so
+    if measured_losses(matching, disposal) is None:
+        assert f"  keeps, loses: {AWAITS} (its table has no row for these options yet)" in lines
+    else:
+        assert any(line.startswith("  keeps: ") for line in lines[:first])
     # the second subscription (FR+PI, the defaults) has its own block
     second = lines.index("  in other languages (docs/languages.md):", first + 1)
     assert lines[second + 1].startswith("    SASE: nearest skip-till-next-match")
     assert main(["check", "--json", str(prog)]) == 0
     sub, _ = json.loads(capsys.readouterr().out)["subscriptions"]
+    assert (sub["keeps"] is None) == (measured_losses(matching, disposal) is None)
     assert sub["languages"] == {
         peer: {"strategy": n.strategy, "exact": n.exact, "differs": n.differs}
         for peer, n in nearest(matching, disposal).items()
