@@ -337,7 +337,7 @@ class Checker:
             if isinstance(node, ast.And):
                 todo += [node.right, node.left]
             elif isinstance(node, ast.Compare):
-                pred = self._comparison(node)
+                pred = self._comparison(node, frozenset((expr.type_name,)))
                 if Slot(expr.type_name, 0) not in pred.slots:
                     self.error(
                         f"this condition does not involve the negated event {expr.type_name}",
@@ -356,7 +356,7 @@ class Checker:
         second = anchors[1] if kind is NegationKind.BETWEEN else None
         return Negation(expr.type_name, kind, anchors[0], second, tuple(preds[k] for k in sorted(preds)))
 
-    def _comparison(self, expr: ast.Compare) -> Predicate:
+    def _comparison(self, expr: ast.Compare, bare: frozenset[str] = frozenset()) -> Predicate:
         for side in (expr.left, expr.right):
             if _depth(side) > MAX_VALUE_DEPTH:
                 self.error(
@@ -389,7 +389,7 @@ class Checker:
                 hint="it is always true or always false; compare different attributes or instances",
             )
             raise _Invalid
-        return Predicate.make(expr.op, left, right, expr.span)
+        return Predicate.make(expr.op, left, right, expr.span, bare)
 
     def _value(self, expr: ast.Expr) -> Value:
         if isinstance(expr, ast.Literal):

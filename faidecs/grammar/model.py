@@ -126,9 +126,12 @@ _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "=": "=", "!=": "!="}
 
 
-def value_text(v: Value) -> str:
-    """Canonical text of a value expression (minimal parentheses)."""
+def value_text(v: Value, bare: frozenset[str] = frozenset()) -> str:
+    """Canonical text of a value expression (minimal parentheses). Attributes of the types in
+    ``bare`` (groups, negated types: they have one slot) are written without an index."""
     if isinstance(v, AttrOf):
+        if v.slot.type_name in bare:
+            return f"{v.slot.type_name}.{v.attribute}"
         return f"{v.slot}.{v.attribute}"
     if isinstance(v, Const):
         if v.kind is Kind.BOOL:
@@ -142,11 +145,11 @@ def value_text(v: Value) -> str:
     if isinstance(v, PrevOf):
         return f"prev({v.slot.type_name}).{v.attribute}"
     if isinstance(v, Negate):
-        inner = value_text(v.operand)
+        inner = value_text(v.operand, bare)
         return f"-({inner})" if isinstance(v.operand, (ArithOp, Negate)) else f"-{inner}"
     prec = _PRECEDENCE[v.op]
-    left = value_text(v.left)
-    right = value_text(v.right)
+    left = value_text(v.left, bare)
+    right = value_text(v.right, bare)
     if isinstance(v.left, ArithOp) and _PRECEDENCE[v.left.op] < prec:
         left = f"({left})"
     if isinstance(v.right, ArithOp) and _PRECEDENCE[v.right.op] <= prec:
@@ -190,10 +193,10 @@ class Predicate:
     span: Span = field(compare=False, default_factory=Span.unknown)
 
     @staticmethod
-    def make(op: str, left: Value, right: Value, span: Span) -> Predicate:
+    def make(op: str, left: Value, right: Value, span: Span, bare: frozenset[str] = frozenset()) -> Predicate:
         """Build the predicate in canonical orientation: the side with instances first,
         ties broken by text, so that `20 > T.a` and `T.a < 20` are the same predicate."""
-        lt, rt = value_text(left), value_text(right)
+        lt, rt = value_text(left, bare), value_text(right, bare)
         direct = (not value_slots(left), f"{lt} {op} {rt}")
         flipped = (not value_slots(right), f"{rt} {FLIPPED[op]} {lt}")
         if flipped < direct:

@@ -111,6 +111,11 @@ def conjunction(atoms: list[Atom], written_index: int) -> Conjunction | None:
         return None
     # `T[i]` declares T[0]..T[i]; code point order of names (Python's str order), then index.
     signature = tuple(Slot(t, i) for t in sorted(top) for i in range(top[t] + 1))
+    if groups:
+        # A group's members are written `T.a`, not `T[0].a`: the member, not the first one.
+        bare = frozenset(groups)
+        rewritten = (Predicate.make(p.op, p.left, p.right, p.span, bare) for p in preds.values())
+        preds = {p.text: p for p in rewritten}
     ordered = tuple(preds[k] for k in sorted(preds))
     negated = tuple(negations[k] for k in sorted(negations))
     return Conjunction(signature, ordered, written_index, _span_of(atoms), frozenset(groups), negated)

@@ -140,15 +140,27 @@ class ExtendedConjunctionState:
         return Matches(found) if found else None
 
     def _match(self, new: int | None, before: float) -> list[Found]:
+        """MATCH (and DEQUEUE) at one arrival. ALL takes every new relation; an absence takes
+        every relation MATCH finds when repeated after each DEQUEUE (under NONE: every new one),
+        so that an arrival passing several deadlines reports each of them before the window
+        purges their anchors; otherwise the first relation only."""
         moment = Moment(self.logs, self.watermark, before)
+        times = self.times if self.window else None
+        every = self.matching is Matching.ALL or (self.disposal is Disposal.NONE and bool(self.matcher.absences))
+        repeat = bool(self.matcher.absences) and not every
         out: list[Found] = []
-        for chosen in self.matcher.search(self.queues, self.arrivals, self.times if self.window else None, moment):
-            if self.disposal is Disposal.NONE and not self._is_new(chosen, new, before):
-                continue
-            out.append(self._found(chosen))
-            if self.matching is not Matching.ALL:
-                if self.disposal is not Disposal.NONE:
-                    self._dispose(chosen)
+        while True:
+            found = False
+            for chosen in self.matcher.search(self.queues, self.arrivals, times, moment):
+                if self.disposal is Disposal.NONE and not self._is_new(chosen, new, before):
+                    continue
+                out.append(self._found(chosen))
+                found = True
+                if not every:
+                    if self.disposal is not Disposal.NONE:
+                        self._dispose(chosen)
+                    break
+            if not (repeat and found):
                 break
         self.deliveries += len(out)
         return out

@@ -85,8 +85,11 @@ def run(
         if enqueued:
             queues[event["type"]].append(event)
         if enqueued or shape.absence is not None:
-            found = _match(shape, matching, disposal, queues, world, event if enqueued else None, before)
-            out += found
+            while True:  # an absence: MATCH again after each DEQUEUE, until nothing is found
+                found = _match(shape, matching, disposal, queues, world, event if enqueued else None, before)
+                out += found
+                if shape.absence is None or not found or matching == "ALL" or disposal == "NONE":
+                    break
         if shape.window is not None:
             cutoff = world.watermark - shape.window[0]
             for t in types:
@@ -134,7 +137,7 @@ def _match(
             if not fresh:
                 continue
         out.append(([e["id"] for e in flat], shape.absence is not None))
-        if matching != "ALL":
+        if matching != "ALL" and not (disposal == "NONE" and shape.absence is not None):
             if disposal != "NONE":
                 _dispose(shape, queues, choice, disposal)
             break

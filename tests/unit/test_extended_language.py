@@ -226,3 +226,12 @@ def test_partitions_have_their_own_windows() -> None:
     ]
     # b1 and b2 are 8 apart: outside the window; a1 and a2 are 4 apart.
     assert [d["relation"] for d in _publish(engine, stream)] == [["a1", "a2"]]
+
+
+def test_one_arrival_passing_several_deadlines_reports_each() -> None:
+    """Under the default FR+PI, one MATCH per arrival would report eA and let the window purge eB:
+    an absence repeats MATCH after each DEQUEUE instead."""
+    engine = Engine.from_source(TYPES + "subscription Silent (within 60 on time): Earnings and no Quote after Earnings")
+    stream = [("eA", "Earnings", q("A", 1.0, 0)), ("eB", "Earnings", q("B", 1.0, 5))]
+    assert _publish(engine, stream) == []
+    assert [d.ids for d in engine.advance(100)] == [["eA"], ["eB"]]
