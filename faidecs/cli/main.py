@@ -274,6 +274,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
+    if args.languages:  # the lab's recorded table, no runs
+        from faidecs.lab.languages import markdown as languages_markdown
+
+        sys.stdout.write(languages_markdown())
+        return 0
     from pathlib import Path
 
     from faidecs.lab import COMBINATIONS, lab, render_table, run
@@ -360,6 +365,11 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--staged", action="store_true", help="use the staged covering option for every subscription")
     lab.add_argument("--partitioned", action="store_true", help="partition every subscription by a key k of the events")
     lab.add_argument("--workers", type=int, help="worker processes (default: one per core)")
+    lab.add_argument(
+        "--languages",
+        action="store_true",
+        help="print docs/languages.md's tables from the recorded table (no runs): the peers' nearest strategies",
+    )
     lab.set_defaults(func=cmd_lab)
 
     from faidecs.cli.overlay import add_parser as add_overlay
