@@ -351,8 +351,8 @@ CASES: tuple[Case, ...] = (
     ),
     case(
         "contiguous iteration with a filter",
-        "A : B:+ : C FILTER B[v > 2]",
-        "A and B+ and C and B.v > 2 and prev(B).pos + 1 = B.pos and min(B.pos) = A.pos + 1 and max(B.pos) + 1 = C.pos",
+        "A : B:+ : C FILTER B[v > 1]",
+        "A and B+ and C and B.v > 1 and prev(B).pos + 1 = B.pos and min(B.pos) = A.pos + 1 and max(B.pos) + 1 = C.pos",
         events_window(8),
         8,
         weights=KLEENE_RUNS,
