@@ -35,19 +35,26 @@ class TextFormat:
         else:
             sub, conj = found
             parts = [f"{d.subscription} (conjunction {d.conjunction}): {conj.condition_text()}"]
-            parts += _order_notes(sub, d)
+            parts += _order_notes(sub, conj, d)
+        if d.timeout:
+            parts.append("  timeout: the deadline passed with no negated event")
+        if d.aggregates:
+            parts.append("  " + ", ".join(f"{k} = {v!r}" for k, v in d.aggregates.items()))
         for slot, event in zip(d.signature, d.relation):
             attrs = ", ".join(f"{k}={v!r}" for k, v in event.attrs.items())
             parts.append(f"    {str(slot):<20} {event.id}  {attrs}")
         return "\n".join(parts)
 
 
-def _order_notes(sub: Subscription, d: Delivery) -> list[str]:
+def _order_notes(sub: Subscription, conj: Conjunction, d: Delivery) -> list[str]:
     """One line per type with several instances: which instance is the newest."""
     counts = Counter(slot.type_name for slot in d.signature)
     newest_first = sub.matching.most_recent
     notes = []
     for type_name, n in counts.items():
+        if type_name in conj.groups:
+            notes.append(f"  group {type_name}+: {n} members in queue order, {type_name}[0] the oldest")
+            continue
         if n < 2:
             continue
         first, second = ("newest", "older") if newest_first else ("oldest", "newer")

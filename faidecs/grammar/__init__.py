@@ -94,6 +94,11 @@ def _compile(
             checker.check_partition(sub, checked.partition_by, checked.partition_span)
             if len(diagnostics) > before:
                 continue
+        if sub is not None and checked.window is not None and checked.window_span is not None:
+            before = len(diagnostics)
+            checker.check_window(sub, checked.window, checked.window_span)
+            if len(diagnostics) > before:
+                continue
         if sub is not None:
             subscriptions.append(sub)
     if diagnostics:

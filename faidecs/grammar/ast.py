@@ -30,10 +30,13 @@ class TypeDecl:
 
 @dataclass(frozen=True, slots=True)
 class OptionSetting:
-    key: str  # "matching", "disposal", "covering" or "partition" (value: the attribute)
+    key: str  # "matching", "disposal", "covering", "partition" (value: the attribute), "within", "lateness"
     value: str
     span: Span = field(compare=False)
     value_span: Span = field(compare=False)
+    #: ``within D on ATTR``: the attribute (``value`` is D).
+    attribute: str | None = None
+    attribute_span: Span | None = field(compare=False, default=None)
 
 
 # --- expressions -------------------------------------------------------------------------
@@ -93,7 +96,39 @@ class Or:
     span: Span = field(compare=False)
 
 
-Expr = Ref | Literal | Neg | Arith | Compare | And | Or
+@dataclass(frozen=True, slots=True)
+class Call:
+    """``prev(T).a`` or an aggregate ``count(T)``, ``sum(T.a)``, ...: ``function`` as written."""
+
+    function: str
+    argument: Ref
+    attribute: str | None  # after the call: ``prev(T).a``
+    span: Span = field(compare=False)
+    function_span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """``T+``: T's one slot binds a run of queued events (Kleene closure)."""
+
+    type_name: str
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class NoEvent:
+    """``no N(cond) between X and Y`` or ``no N(cond) after X`` (``second`` is None)."""
+
+    type_name: str
+    condition: Expr | None
+    kind: str  # "between" or "after"
+    first: Ref
+    second: Ref | None
+    span: Span = field(compare=False)
+    type_span: Span = field(compare=False)
+
+
+Expr = Ref | Literal | Neg | Arith | Compare | And | Or | Call | Group | NoEvent
 
 
 @dataclass(frozen=True, slots=True)

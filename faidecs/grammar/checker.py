@@ -7,12 +7,15 @@ offending text. Its output is a resolved boolean tree per subscription that
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from faidecs.errors import Diagnostic, FaidecsError
 from faidecs.grammar import ast
 from faidecs.grammar.model import (
+    AGGREGATES,
+    Aggregate,
     ArithOp,
     Attribute,
     AttrOf,
@@ -23,10 +26,14 @@ from faidecs.grammar.model import (
     Kind,
     Matching,
     Negate,
+    Negation,
+    NegationKind,
     Predicate,
+    PrevOf,
     Slot,
     Subscription,
     Value,
+    Window,
     value_slots,
     value_text,
 )
@@ -49,11 +56,14 @@ DEFAULT_DISPOSAL = Disposal.PI
 
 @dataclass(frozen=True, slots=True)
 class Atom:
-    """A predicate, a wildcard `T[i]` (declares instances only), or `true`."""
+    """A predicate, a wildcard `T[i]` (declares instances only), `true`, a group `T+` (declares
+    T as a group), or a negation (declares its anchors)."""
 
     predicate: Predicate | None
     wildcard: Slot | None
     span: ast.Span
+    group: str | None = None
+    negation: Negation | None = None
 
 
 # n-ary, not binary: a chain of 1,000 `or`s (or 10,000 `and`s) is one node with that many
@@ -83,6 +93,8 @@ class CheckedSubscription:
     source: str
     partition_by: str | None = None
     partition_span: ast.Span | None = None
+    window: Window | None = None
+    window_span: ast.Span | None = None
 
 
 class _Invalid(FaidecsError):
@@ -140,6 +152,7 @@ class Checker:
     def check_subscription(self, decl: ast.SubscriptionDecl) -> CheckedSubscription | None:
         before = len(self.diagnostics)
         matching, disposal, covering = self._options(decl.options)
+        window, window_span = self._window(decl.options)
         condition = self._condition(decl.condition)
         if condition is None or len(self.diagnostics) > before:
             return None
@@ -154,7 +167,47 @@ class Checker:
             decl.source,
             partition.value if partition else None,
             partition.value_span if partition else None,
+            window,
+            window_span,
         )
+
+    def _window(self, options: tuple[ast.OptionSetting, ...]) -> tuple[Window | None, ast.Span | None]:
+        """``within D on ATTR`` and ``lateness L``: positive numbers; lateness needs a window."""
+        within = next((o for o in options if o.key == "within"), None)
+        late = next((o for o in options if o.key == "lateness"), None)
+        if within is None:
+            if late is not None:
+                self.error("lateness needs a window", late.span, hint="add `within D on ATTR`")
+            return None, None
+        duration = _number(within.value)
+        if duration <= 0 or not math.isfinite(duration):
+            self.error(f"window duration must be a positive number, not {within.value}", within.value_span)
+            return None, None
+        lateness: int | float = 0
+        if late is not None:
+            lateness = _number(late.value)
+            if not math.isfinite(lateness):
+                self.error(f"lateness must be a finite number, not {late.value}", late.value_span)
+        assert within.attribute is not None
+        return Window(duration, within.attribute, lateness), within.span
+
+    def check_window(self, sub: Subscription, window: Window, span: ast.Span) -> None:
+        """Every event type of the subscription, negated ones included, has the window's
+        attribute, and it is a number."""
+        for type_name in sorted(sub.types):
+            attr = next((a for a in self.types[type_name].attributes if a.name == window.attribute), None)
+            if attr is None:
+                self.error(
+                    f"within ... on {window.attribute}: type {type_name} has no attribute {window.attribute!r}",
+                    span,
+                    hint="every event type of a windowed subscription needs the time attribute",
+                )
+            elif not attr.kind.numeric:
+                self.error(
+                    f"within ... on {window.attribute}: {type_name}.{window.attribute} is {attr.kind.value}, "
+                    "not a number",
+                    span,
+                )
 
     def check_partition(self, sub: Subscription, attribute: str, span: ast.Span) -> None:
         """Every event type of the subscription has the partition attribute, with one kind."""
@@ -184,19 +237,30 @@ class Checker:
                 try:
                     matching = Matching(opt.value)
                 except ValueError:
-                    self.error(f"unknown matching option {opt.value!r}", opt.value_span, hint="one of FR, MR, FRC, MRC")
-            elif opt.key == "partition":
-                pass  # the attribute is checked against the subscription's types once normalised
+                    self.error(
+                        f"unknown matching option {opt.value!r}", opt.value_span, hint="one of FR, MR, FRC, MRC, ALL"
+                    )
+            elif opt.key in ("partition", "within", "lateness"):
+                pass  # checked against the subscription's types once normalised, or by _window
             elif opt.key == "disposal":
                 try:
                     disposal = Disposal(opt.value)
                 except ValueError:
-                    self.error(f"unknown disposal option {opt.value!r}", opt.value_span, hint="one of I, PI, IP, FP")
+                    self.error(
+                        f"unknown disposal option {opt.value!r}", opt.value_span, hint="one of I, PI, IP, FP, NONE"
+                    )
             else:
                 try:
                     covering = Covering(opt.value)
                 except ValueError:
                     self.error(f"unknown covering option {opt.value!r}", opt.value_span, hint="one of plain, staged")
+        if matching is Matching.ALL and disposal is not Disposal.NONE:
+            where = next(o for o in options if o.key == "matching")
+            self.error(
+                f"matching ALL needs disposal NONE, not {disposal.value}",
+                where.span,
+                hint="every match of every event is delivered, so nothing can be disposed of",
+            )
         return matching, disposal, covering
 
     # --- conditions --------------------------------------------------------------------
@@ -242,10 +306,57 @@ class Checker:
             raise _Invalid
         if isinstance(expr, ast.Compare):
             return Atom(self._comparison(expr), None, expr.span)
+        if isinstance(expr, ast.Group):
+            slot = self._slot(ast.Ref(expr.type_name, 0, None, expr.span, expr.span))
+            return Atom(None, slot, expr.span, group=expr.type_name)
+        if isinstance(expr, ast.NoEvent):
+            return Atom(None, None, expr.span, negation=self._negation(expr))
+        if isinstance(expr, ast.Call):
+            self.error(f"{expr.function}(...) is a value, not a predicate; compare it with something", expr.span)
+            raise _Invalid
         self.error("an arithmetic expression is not a predicate; compare it with something", expr.span)
         raise _Invalid
 
-    def _comparison(self, expr: ast.Compare) -> Predicate:
+    def _negation(self, expr: ast.NoEvent) -> Negation:
+        self._slot(ast.Ref(expr.type_name, 0, None, expr.type_span, expr.type_span))
+        anchors: list[Slot] = []
+        for ref in (expr.first, expr.second):
+            if ref is None:
+                continue
+            if ref.attribute is not None:
+                self.error("a negation's anchor is an event instance, e.g. T[0], not a value", ref.span)
+                raise _Invalid
+            anchors.append(self._slot(ref))
+        if expr.type_name in {a.type_name for a in anchors}:
+            self.error(f"no {expr.type_name} ... cannot be anchored on {expr.type_name} itself", expr.span)
+            raise _Invalid
+        preds: dict[str, Predicate] = {}
+        todo: list[ast.Expr] = [] if expr.condition is None else [expr.condition]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.And):
+                todo += [node.right, node.left]
+            elif isinstance(node, ast.Compare):
+                pred = self._comparison(node, frozenset((expr.type_name,)))
+                if Slot(expr.type_name, 0) not in pred.slots:
+                    self.error(
+                        f"this condition does not involve the negated event {expr.type_name}",
+                        node.span,
+                        hint="move it out of the negation",
+                    )
+                    raise _Invalid
+                if any(s.type_name == expr.type_name and s.index != 0 for s in pred.slots):
+                    self.error(f"the negated event is {expr.type_name}, without an index", node.span)
+                    raise _Invalid
+                preds.setdefault(pred.text, pred)
+            else:
+                self.error("a negation's condition is comparisons joined by `and`", node.span)
+                raise _Invalid
+        kind = NegationKind(expr.kind)
+        second = anchors[1] if kind is NegationKind.BETWEEN else None
+        return Negation(expr.type_name, kind, anchors[0], second, tuple(preds[k] for k in sorted(preds)))
+
+    def _comparison(self, expr: ast.Compare, bare: frozenset[str] = frozenset()) -> Predicate:
         for side in (expr.left, expr.right):
             if _depth(side) > MAX_VALUE_DEPTH:
                 self.error(
@@ -278,7 +389,7 @@ class Checker:
                 hint="it is always true or always false; compare different attributes or instances",
             )
             raise _Invalid
-        return Predicate.make(expr.op, left, right, expr.span)
+        return Predicate.make(expr.op, left, right, expr.span, bare)
 
     def _value(self, expr: ast.Expr) -> Value:
         if isinstance(expr, ast.Literal):
@@ -309,6 +420,8 @@ class Checker:
                 )
                 raise _Invalid from None
             return AttrOf(slot, expr.attribute, position, event_type.attributes[position].kind)
+        if isinstance(expr, ast.Call):
+            return self._call(expr)
         if isinstance(expr, ast.Neg):
             operand = self._value(expr.operand)
             if not operand.kind.numeric:
@@ -328,6 +441,49 @@ class Checker:
             return ArithOp(expr.op, left, right, kind)
         self.error("a condition cannot be used as a value", expr.span)
         raise _Invalid
+
+    def _call(self, expr: ast.Call) -> Value:
+        """``prev(T).a`` or an aggregate; that T is a group is checked once the conjunction is known."""
+        arg, name = expr.argument, expr.function
+        if name not in ("prev", *AGGREGATES):
+            self.error(
+                f"unknown function {name!r}",
+                expr.function_span,
+                hint="functions: prev(T).a, count(T), sum(T.a), avg(T.a), min(T.a), max(T.a)",
+            )
+            raise _Invalid
+        if arg.index != 0 or arg.span.end - arg.type_span.end not in (0, len(f".{arg.attribute}")):
+            self.error(f"{name}(...) takes a group's type, e.g. {name}({arg.type_name}), not an instance", arg.span)
+            raise _Invalid
+        slot = self._slot(arg)
+        event_type = self.types[arg.type_name]
+        if name == "prev" or name == "count":
+            wanted = expr.attribute if name == "prev" else None
+            if arg.attribute is not None or (name == "prev") != (expr.attribute is not None):
+                shape = f"prev({arg.type_name}).a" if name == "prev" else f"count({arg.type_name})"
+                self.error(f"write {shape}", expr.span)
+                raise _Invalid
+            if wanted is None:
+                return Aggregate("count", slot, None, -1, Kind.INT)
+            position = self._position(event_type, wanted, expr.span)
+            return PrevOf(slot, wanted, position, event_type.attributes[position].kind)
+        if arg.attribute is None or expr.attribute is not None:
+            self.error(f"write {name}({arg.type_name}.a): the aggregate of one attribute", expr.span)
+            raise _Invalid
+        position = self._position(event_type, arg.attribute, arg.attribute_span or arg.span)
+        kind = event_type.attributes[position].kind
+        if not kind.numeric:
+            self.error(f"{name}(...) needs a number, and {arg.type_name}.{arg.attribute} is {kind.value}", expr.span)
+            raise _Invalid
+        return Aggregate(name, slot, arg.attribute, position, Kind.FLOAT if name == "avg" else kind)
+
+    def _position(self, event_type: EventType, attribute: str, span: ast.Span) -> int:
+        try:
+            return event_type.position(attribute)
+        except KeyError:
+            names = ", ".join(a.name for a in event_type.attributes) or "none"
+            self.error(f"type {event_type.name} has no attribute {attribute!r}", span, hint=f"its attributes: {names}")
+            raise _Invalid from None
 
     def _slot(self, ref: ast.Ref) -> Slot:
         if ref.type_name not in self.types:
@@ -368,6 +524,10 @@ def _depth(expr: ast.Expr) -> int:
         elif isinstance(node, (ast.Arith, ast.Compare, ast.And, ast.Or)):
             todo += [(node.left, depth + 1), (node.right, depth + 1)]
     return deepest
+
+
+def _number(text: str) -> int | float:
+    return int(text) if text.isdigit() else float(text)
 
 
 def _literal_kind(value: object) -> Kind:

@@ -5,7 +5,19 @@ from __future__ import annotations
 from faidecs.errors import Diagnostic, FaidecsError
 from faidecs.grammar.ast import Span
 from faidecs.grammar.checker import AnyOf, Atom, CheckedSubscription, Condition
-from faidecs.grammar.model import Conjunction, Predicate, Slot, Subscription
+from faidecs.grammar.model import (
+    Aggregate,
+    Conjunction,
+    Covering,
+    Negation,
+    NegationKind,
+    Predicate,
+    PrevOf,
+    Slot,
+    Subscription,
+    Window,
+    value_parts,
+)
 
 #: A subscription whose condition expands to more conjunctions than this is rejected: DNF
 #: can grow exponentially (`(a or b) and (c or d) and ...`) and each conjunction costs queues.
@@ -75,19 +87,88 @@ def conjunction(atoms: list[Atom], written_index: int) -> Conjunction | None:
         top[slot.type_name] = max(top.get(slot.type_name, -1), slot.index)
 
     preds: dict[str, Predicate] = {}
+    negations: dict[str, Negation] = {}
+    groups: set[str] = set()
     for atom in atoms:
         if atom.wildcard is not None:
             declare(atom.wildcard)
+        if atom.group is not None:
+            groups.add(atom.group)
         if atom.predicate is not None:
             for slot in atom.predicate.slots:
                 declare(slot)
             preds.setdefault(atom.predicate.text, atom.predicate)
+        if atom.negation is not None:
+            neg = atom.negation
+            for anchor in (neg.first, neg.second):
+                if anchor is not None:
+                    declare(anchor)
+            for pred in neg.predicates:
+                for slot in pred.slots - {neg.slot}:
+                    declare(slot)
+            negations.setdefault(neg.text, neg)
     if not top:
         return None
     # `T[i]` declares T[0]..T[i]; code point order of names (Python's str order), then index.
     signature = tuple(Slot(t, i) for t in sorted(top) for i in range(top[t] + 1))
+    if groups:
+        # A group's members are written `T.a`, not `T[0].a`: the member, not the first one.
+        bare = frozenset(groups)
+        rewritten = (Predicate.make(p.op, p.left, p.right, p.span, bare) for p in preds.values())
+        preds = {p.text: p for p in rewritten}
     ordered = tuple(preds[k] for k in sorted(preds))
-    return Conjunction(signature, ordered, written_index, _span_of(atoms))
+    negated = tuple(negations[k] for k in sorted(negations))
+    return Conjunction(signature, ordered, written_index, _span_of(atoms), frozenset(groups), negated)
+
+
+def extension_problems(conj: Conjunction, window: Window | None, covering: Covering) -> list[Diagnostic]:
+    """What the new operators require of one conjunction: a group is its type's only slot, and
+    ``prev``/aggregates name a group; a negation's type is not matched, its anchors are not groups,
+    and ``after`` needs a window."""
+    out: list[Diagnostic] = []
+    for type_name in sorted(conj.groups):
+        if Slot(type_name, 1) in conj.signature:
+            out.append(
+                Diagnostic(
+                    f"{type_name}+ is a group: it has one slot, so {type_name}[1] cannot be used beside it",
+                    conj.span,
+                )
+            )
+    for pred in conj.predicates:
+        for value in (*value_parts(pred.left), *value_parts(pred.right)):
+            if isinstance(value, (Aggregate, PrevOf)) and value.slot.type_name not in conj.groups:
+                name = "prev" if isinstance(value, PrevOf) else value.function
+                out.append(
+                    Diagnostic(
+                        f"{name}({value.slot.type_name}) needs {value.slot.type_name} to be a group",
+                        pred.span,
+                        hint=f"write {value.slot.type_name}+ in the same conjunction",
+                    )
+                )
+    signature_types = set(conj.types)
+    for neg in conj.negations:
+        if neg.type_name in signature_types:
+            out.append(
+                Diagnostic(
+                    f"no {neg.type_name}: {neg.type_name} is also matched in this conjunction",
+                    conj.span,
+                    hint="negate a type the conjunction does not match",
+                )
+            )
+        for anchor in (neg.first, neg.second):
+            if anchor is not None and anchor.type_name in conj.groups:
+                out.append(Diagnostic(f"a negation's anchor cannot be the group {anchor.type_name}+", conj.span))
+        if neg.kind is NegationKind.AFTER and window is None:
+            out.append(
+                Diagnostic(
+                    f"no {neg.type_name} after ... needs a window: its deadline is the anchor's time plus the window",
+                    conj.span,
+                    hint="add `within D on ATTR` to the subscription's options",
+                )
+            )
+    if conj.extended and covering is Covering.STAGED:
+        out.append(Diagnostic("covering staged does not combine with groups or negations yet", conj.span))
+    return out
 
 
 def normalise(sub: CheckedSubscription) -> tuple[Subscription | None, list[Diagnostic]]:
@@ -115,6 +196,10 @@ def normalise(sub: CheckedSubscription) -> tuple[Subscription | None, list[Diagn
                 )
             )
             continue
+        problems = extension_problems(conj, sub.window, sub.covering)
+        if problems:
+            diagnostics += problems
+            continue
         if conj.text in seen:
             continue  # identical conjunctions in one disjunction are kept once (the first)
         seen.add(conj.text)
@@ -122,6 +207,8 @@ def normalise(sub: CheckedSubscription) -> tuple[Subscription | None, list[Diagn
     if diagnostics:
         return None, diagnostics
     return (
-        Subscription(sub.name, sub.matching, sub.disposal, tuple(kept), sub.source, sub.covering, sub.partition_by),
+        Subscription(
+            sub.name, sub.matching, sub.disposal, tuple(kept), sub.source, sub.covering, sub.partition_by, sub.window
+        ),
         [],
     )

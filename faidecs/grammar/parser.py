@@ -32,6 +32,13 @@ _TERMINAL_NAMES = {
     "COVERING": "'covering'",
     "PARTITION": "'partition'",
     "BY": "'by'",
+    "WITHIN": "'within'",
+    "ON": "'on'",
+    "LATENESS": "'lateness'",
+    "KLEENE": "a group (T+)",
+    "NO": "'no'",
+    "BETWEEN": "'between'",
+    "AFTER": "'after'",
     "TRUE": "'true'",
     "FALSE": "'false'",
     "LPAR": "'('",
@@ -133,6 +140,36 @@ class _ToAst(Transformer_NonRecursive[Token, Any]):
     def option(self, meta: Any, children: list[Token]) -> ast.OptionSetting:
         key, value = children
         return ast.OptionSetting(str(key), str(value), _span_of(meta), _token_span(value))
+
+    def window_option(self, meta: Any, children: list[Any]) -> ast.OptionSetting:
+        _key, number, _on, attribute = children
+        return ast.OptionSetting(
+            "within", str(number), _span_of(meta), _token_span(number), str(attribute), _token_span(attribute)
+        )
+
+    def lateness_option(self, meta: Any, children: list[Any]) -> ast.OptionSetting:
+        _key, number = children
+        return ast.OptionSetting("lateness", str(number), _span_of(meta), _token_span(number))
+
+    def number(self, meta: Any, children: list[Token]) -> Token:
+        return children[0]
+
+    def call(self, meta: Any, children: list[Any]) -> ast.Call:
+        name, argument, attribute = children
+        return ast.Call(
+            str(name), argument, None if attribute is None else str(attribute), _span_of(meta), _token_span(name)
+        )
+
+    def group(self, meta: Any, children: list[Token]) -> ast.Group:
+        return ast.Group(str(children[0])[:-1], _token_span(children[0]))
+
+    def no_between(self, meta: Any, children: list[Any]) -> ast.NoEvent:
+        _no, name, condition, _between, first, second = children
+        return ast.NoEvent(str(name), condition, "between", first, second, _span_of(meta), _token_span(name))
+
+    def no_after(self, meta: Any, children: list[Any]) -> ast.NoEvent:
+        _no, name, condition, _after, first = children
+        return ast.NoEvent(str(name), condition, "after", first, None, _span_of(meta), _token_span(name))
 
     def or_(self, meta: Any, children: list[ast.Expr]) -> ast.Or:
         return ast.Or(children[0], children[1], _span_of(meta))

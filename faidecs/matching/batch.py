@@ -11,7 +11,7 @@ events one by one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
@@ -25,6 +25,7 @@ from faidecs.matching.columns import TypeCodec
 from faidecs.matching.compiled_state import BatchRows, CompiledConjunctionState, EventContext
 from faidecs.matching.events import Event
 from faidecs.matching.filter_index import Route
+from faidecs.matching.found import Found
 from faidecs.matching.tiered_state import TieredState
 
 
@@ -73,6 +74,13 @@ class BatchGroup:
     signature: tuple[Slot, ...]
     positions: np.ndarray  # (k,): batch position of the arrival that completed each relation
     arrivals: np.ndarray  # (k, len(signature)): arrival numbers of the relation's events
+    #: For the extended language (one group per conjunction and relation length, as a group's
+    #: relations vary in length): per row, whether it is an absence's timeout, and the aggregates.
+    timeouts: np.ndarray | None = None
+    aggregates: list[Mapping[str, Any]] | None = None
+    #: Per row, its place among the conjunction's relations at that arrival (ALL delivers several).
+    within: np.ndarray | None = None
+    route: int = -1  # the route's place in delivery order; -1: the group's own index
 
 
 @dataclass
@@ -274,6 +282,12 @@ def publish_batch(scope: BatchScope, tables: Mapping[str, ColumnTable], order: O
                     overflows.append((int(at[overflow.position]), len(overflows), overflow.error))
                 groups.append(BatchGroup(sub.name, index, signature, at[found[:, 0]], found[:, 1:].copy()))
                 continue
+            if sub.extended:
+                try:
+                    groups += _extended_groups(sub.name, index, len(groups), conj, at, first, event_at, older)
+                except _Overflow as stop:
+                    overflows.append((stop.position, len(overflows), stop.error))
+                continue
             positions, arrivals = [], []
             for k, b in enumerate(at.tolist()):
                 try:
@@ -312,8 +326,63 @@ def publish_batch(scope: BatchScope, tables: Mapping[str, ColumnTable], order: O
         context.events.update((first + b, e) for b, e in events.items())
     keys = [(np.full(len(g.positions), k), g.positions) for k, g in enumerate(groups)]
     group_of = np.concatenate([k for k, _ in keys]) if keys else np.zeros(0, np.int64)
+    route_of = (
+        np.concatenate([np.full(len(g.positions), k if g.route < 0 else g.route) for k, g in enumerate(groups)])
+        if groups
+        else np.zeros(0, np.int64)
+    )
+    within = (
+        np.concatenate([g.within if g.within is not None else np.zeros(len(g.positions), np.int64) for g in groups])
+        if groups
+        else np.zeros(0, np.int64)
+    )
     position = np.concatenate([p for _, p in keys]) if keys else np.zeros(0, np.int64)
     row_of = np.concatenate([np.arange(len(g.positions)) for g in groups]) if groups else np.zeros(0, np.int64)
-    ranking = np.lexsort((group_of, position))
+    ranking = np.lexsort((within, route_of, position))
     order_out = np.stack([group_of[ranking], row_of[ranking]], axis=1).astype(np.int64)
     return BatchResult(first, size, groups, order_out, batch_ids, older)
+
+
+class _Overflow(Exception):
+    def __init__(self, position: int, error: QueueOverflowError):
+        self.position, self.error = position, error
+
+
+def _extended_groups(
+    name: str,
+    index: int,
+    route: int,
+    conj: Any,
+    at: np.ndarray,
+    first: int,
+    event_at: Callable[[int], Event],
+    older: dict[int, Event],
+) -> list[BatchGroup]:
+    """An extended conjunction (plain or partitioned) over the batch, event by event: one group per relation length
+    (a group's relations vary in length), each row knowing its place at its arrival."""
+    rows: dict[int, list[tuple[int, int, tuple[int, ...], Found]]] = {}
+    for b in at.tolist():
+        try:
+            found = conj.offer(event_at(b), first + b)
+        except QueueOverflowError as error:
+            raise _Overflow(b, error) from None
+        for k, f in enumerate(found or ()):
+            marks = f.arrivals
+            older.update((a, e) for a, e in zip(marks, f.relation) if a < first)
+            rows.setdefault(len(f.relation), []).append((b, k, marks, f))
+    out = []
+    for length, found_rows in sorted(rows.items()):
+        out.append(
+            BatchGroup(
+                name,
+                index,
+                found_rows[0][3].signature,
+                np.asarray([r[0] for r in found_rows], dtype=np.int64),
+                np.asarray([r[2] for r in found_rows], dtype=np.int64).reshape(len(found_rows), length),
+                np.asarray([r[3].timeout for r in found_rows], dtype=bool),
+                [r[3].aggregates for r in found_rows],
+                np.asarray([r[1] for r in found_rows], dtype=np.int64),
+                route,
+            )
+        )
+    return out

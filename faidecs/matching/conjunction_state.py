@@ -9,6 +9,7 @@ from faidecs.errors import EngineStateError, QueueOverflowError, SnapshotError
 from faidecs.grammar.model import Conjunction, Disposal, Slot
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.events import Event
+from faidecs.matching.found import Matches, Offered
 from faidecs.matching.reference import Queues, ReferenceMatcher, dispose
 from faidecs.matching.snapshot_schema import EventJson, PlainCounters, Staged, convert
 
@@ -223,6 +224,8 @@ class StagedConjunctionState:
         relation = self.parts[k].offer(event, arrival)
         if relation is None:
             return None
+        # Staged covering refuses the extended language, so a part returns plain relations.
+        assert not isinstance(relation, Matches)
         self.pending[k].append(relation)
         self.pending_arrivals[k].append(self.parts[k].last_arrivals)
         if not all(self.pending):
@@ -307,7 +310,7 @@ class PlainState(Protocol):
     @property
     def drops(self) -> int: ...
 
-    def offer(self, event: Event, arrival: int, clock: int | None = None) -> tuple[Event, ...] | None: ...
+    def offer(self, event: Event, arrival: int, clock: int | None = None) -> Offered: ...
     def set_clock(self, clock: int) -> None: ...
     @property
     def clock(self) -> int: ...

@@ -35,12 +35,15 @@ from faidecs.matching.conjunction_state import (
 )
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.events import Event, EventValidator
+from faidecs.matching.extended_state import ExtendedConjunctionState
 from faidecs.matching.filter_index import Route, TypeRouter, access
+from faidecs.matching.found import Matches
 from faidecs.matching.partitioned_state import PartitionedConjunctionState
 from faidecs.matching.records import (
     KERNEL_MODES,
     MATCHERS,
     SNAPSHOT_FORMAT,
+    ConjunctionMetrics,
     KernelMode,
     Matcher,
     MatcherKinds,
@@ -191,7 +194,8 @@ class Engine:
             if sub.partition_by is not None:
                 states.append(PartitionedConjunctionState(c, sub.partition_by, self._types, whole))
                 staged = sub.covering is Covering.STAGED and len(c.components()) > 1
-                kernels += self._prefetch([c.project(p) for p in c.components()] if staged else [c])
+                if not sub.extended:
+                    kernels += self._prefetch([c.project(p) for p in c.components()] if staged else [c])
             else:
                 states.append(whole())
         routes = []
@@ -200,7 +204,7 @@ class Engine:
             # Partitioned and staged states count their parts' arrivals themselves (and are
             # offered every event of their types); a plain state's clock is the route's.
             clocked = not isinstance(state, (PartitionedConjunctionState, StagedConjunctionState))
-            route = Route((self._added, rank), state, sub, index, sub.conjunctions[index].types, clocked)
+            route = Route((self._added, rank), state, sub, index, sub.conjunctions[index].watched_types, clocked)
             route.take_clock(0, self._seen)  # a new state's clock is 0
             routes.append(route)
         self._added += 1
@@ -210,6 +214,9 @@ class Engine:
         self._index(added)
 
     def _plain_state(self, c: Conjunction, sub: Subscription, bounds: Bounds, index: int) -> PlainState:
+        if sub.extended:
+            # Groups, negations, windows, ALL and NONE run on the extended reference matcher.
+            return ExtendedConjunctionState(c, sub.matching, sub.disposal, sub.window, bounds, (sub.name, index))
         reference = ConjunctionState(ReferenceMatcher(c, sub.matching), sub.disposal, bounds, (sub.name, index))
         if self.matcher != "compiled":
             return reference
@@ -291,7 +298,8 @@ class Engine:
         for route in state.routes:
             # An age bound expires events at every arrival of the conjunction's types, so such a
             # conjunction is offered every one of them.
-            indexable = route.clocked and state.bounds.max_age is None
+            # An extended one watches time and negated events on every arrival of its types.
+            indexable = route.clocked and state.bounds.max_age is None and not state.subscription.extended
             conjunction = state.subscription.conjunctions[route.index]
             for type_name in route.types:
                 how = route.access[type_name] = access(conjunction, type_name, indexable)
@@ -337,13 +345,13 @@ class Engine:
                 return "+".join(kind(p) for p in state.parts)
             if isinstance(state, TieredState):
                 return kind(state.impl)
-            return "reference" if isinstance(state, ConjunctionState) else "compiled"
+            return "reference" if isinstance(state, (ConjunctionState, ExtendedConjunctionState)) else "compiled"
 
         return {name: [kind(c) for c in s.conjunctions] for name, s in self._subscriptions.items()}
 
     def _kind(self, c: Conjunction) -> str:
         """The matcher a new state of ``c`` would use."""
-        if self.matcher != "compiled":
+        if self.matcher != "compiled" or c.extended:
             return "reference"
         from faidecs.matching import kernel_cache
         from faidecs.matching.kernel_source import NotCompilable, generate
@@ -415,13 +423,35 @@ class Engine:
                 else:
                     relation = route.state.offer(event, arrival)
                 if relation is not None:
-                    deliveries.append(Delivery(route.name, route.index, relation, route.signature))
+                    if isinstance(relation, Matches):
+                        deliveries += _delivered(route.name, route.index, relation)
+                    else:
+                        deliveries.append(Delivery(route.name, route.index, relation, route.signature))
         except QueueOverflowError as exc:
             self._stopped = exc
             raise
         context = self._context
         if context is not None and len(context.events) > context.next_collection:
             self._collect()
+        return deliveries
+
+    def advance(self, time: int | float) -> list[Delivery]:
+        """A heartbeat: the stream has reached event time ``time`` without an event. Windowed
+        subscriptions purge what the window no longer admits, and absences whose deadline it
+        passes are delivered (``Delivery.timeout``). It takes its place in the order like an
+        event: call it between publishes, never concurrently with them."""
+        if isinstance(time, bool) or not isinstance(time, (int, float)) or time != time:
+            raise ValueError(f"advance needs a number (event time), not {time!r}")
+        deliveries: list[Delivery] = []
+        for state in self._subscriptions.values():
+            if state.subscription.window is None:
+                continue
+            for rank in state.order:
+                for part in _plain_states(state.conjunctions[rank]):
+                    if isinstance(part, ExtendedConjunctionState):
+                        found = part.advance(time)
+                        if found is not None:
+                            deliveries += _delivered(state.subscription.name, rank, found)
         return deliveries
 
     def _collect(self) -> None:
@@ -482,9 +512,7 @@ class Engine:
         return {
             "published": self._published,
             "subscriptions": {
-                name: [
-                    {"queues": c.queue_lengths(), "deliveries": c.deliveries, "drops": c.drops} for c in s.conjunctions
-                ]
+                name: [_conjunction_metrics(c, s.subscription.extended) for c in s.conjunctions]
                 for name, s in self._subscriptions.items()
             },
         }
@@ -602,3 +630,17 @@ def _check_bounds(bounds: BoundsSpec, names: set[str]) -> dict[str, Bounds]:
         if not isinstance(b, Bounds):
             raise FaidecsError(f"bounds for {name!r} must be a faidecs Bounds, not {type(b).__name__}")
     return dict(bounds)
+
+
+def _delivered(name: str, index: int, found: Matches) -> list[Delivery]:
+    return [Delivery(name, index, f.relation, f.signature, f.timeout, f.aggregates) for f in found]
+
+
+def _conjunction_metrics(state: Any, extended: bool) -> ConjunctionMetrics:
+    out: ConjunctionMetrics = {"queues": state.queue_lengths(), "deliveries": state.deliveries, "drops": state.drops}
+    if extended:
+        parts = [p for p in _plain_states(state) if isinstance(p, ExtendedConjunctionState)]
+        out["late"] = sum(p.late for p in parts)
+        out["purged"] = sum(p.purged for p in parts)
+        out["logged"] = sum(sum(p.log_lengths()) for p in parts)
+    return out

@@ -97,7 +97,9 @@ class Combination(NamedTuple):
 
 #: Every combination, in the paper's table order: rows by disposal, then by matching.
 COMBINATIONS: tuple[Combination, ...] = tuple(
-    Combination(m, d) for d in Disposal for m in (Matching.FR, Matching.FRC, Matching.MR, Matching.MRC)
+    Combination(m, d)
+    for d in (Disposal.I, Disposal.PI, Disposal.IP, Disposal.FP)
+    for m in (Matching.FR, Matching.FRC, Matching.MR, Matching.MRC)
 )
 
 _ND, _EV, _CV, _CA = P.NO_DUPLICATION, P.EVENT_VALIDITY, P.CONJUNCTION_VALIDITY, P.COVERING_AGREEMENT

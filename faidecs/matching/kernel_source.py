@@ -106,6 +106,8 @@ def _shape(value: Value, types: Mapping[str, int]) -> str:
         return f"T{types[value.slot.type_name]}[{value.slot.index}].{value.position}:{value.kind.value}"
     if isinstance(value, Negate):
         return f"-({_shape(value.operand, types)})"
+    if not isinstance(value, ArithOp):
+        raise NotCompilable(f"{value_text(value)} runs on the extended reference matcher")
     return f"({_shape(value.left, types)} {value.op} {_shape(value.right, types)})"
 
 
@@ -247,6 +249,8 @@ _SHAPES_KEPT = 4096
 def generate(conjunction: Conjunction, types: Mapping[str, EventType]) -> KernelSource:
     """The kernel module's source for ``conjunction``, with its constants; raises
     :class:`NotCompilable`."""
+    if conjunction.extended:
+        raise NotCompilable("groups and negations run on the extended reference matcher")
     key = (shape_text(conjunction), tuple(len(types[t].attributes) for t in conjunction.types))
     template = _shapes.get(key)
     if template is None:

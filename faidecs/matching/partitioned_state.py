@@ -18,6 +18,7 @@ from faidecs.errors import EngineStateError, SnapshotError
 from faidecs.grammar.model import Conjunction, EventType
 from faidecs.matching.conjunction_state import AnyConjunctionState, Validate
 from faidecs.matching.events import Event
+from faidecs.matching.found import Matches
 from faidecs.matching.reference import Queues
 from faidecs.matching.snapshot_schema import Partitioned, convert
 
@@ -34,7 +35,7 @@ class PartitionedConjunctionState:
     ):
         self.conjunction = conjunction
         self.attribute = attribute
-        self.positions = {t: types[t].position(attribute) for t in conjunction.types}
+        self.positions = {t: types[t].position(attribute) for t in conjunction.watched_types}
         self.make = make
         self.parts: dict[Any, AnyConjunctionState] = {}
         self.last_arrivals: tuple[int, ...] = ()
@@ -49,11 +50,11 @@ class PartitionedConjunctionState:
             part = self.parts[key] = self.make()
         return part
 
-    def offer(self, event: Event, arrival: int) -> tuple[Event, ...] | None:
+    def offer(self, event: Event, arrival: int) -> tuple[Event, ...] | Matches | None:
         part = self.part(self.key(event))
         relation = part.offer(event, arrival)
         if relation is not None:
-            self._delivered += 1
+            self._delivered += len(relation) if isinstance(relation, Matches) else 1
             self.last_arrivals = part.last_arrivals
         return relation
 

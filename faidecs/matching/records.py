@@ -10,7 +10,7 @@ build one by hand.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 Matcher = Literal["compiled", "reference"]
 """Which matcher runs the conjunctions: numba kernels (``"compiled"``) or the oracle."""
@@ -44,6 +44,11 @@ class ConjunctionMetrics(TypedDict):
     queues: dict[str, int]  # events queued per type
     deliveries: int  # relations delivered
     drops: int  # events dropped by bounds
+    # The extended language only (a window, a negation): late events (not matched), events
+    # purged by the window, and negated events logged now.
+    late: NotRequired[int]
+    purged: NotRequired[int]
+    logged: NotRequired[int]
 
 
 class Metrics(TypedDict):

@@ -100,7 +100,7 @@ def test_syntax_error_bad_index() -> None:
 def test_syntax_error_unknown_option_key() -> None:
     text = TYPES + "subscription S (colour red): T\n"
     diag, _ = single(text)
-    assert "unexpected 'colour'" in diag.message and "'disposal', 'matching'" in diag.message
+    assert "unexpected 'colour'" in diag.message and "'disposal', 'lateness', 'matching'" in diag.message
     assert underlined(diag, text) == "colour"
 
 

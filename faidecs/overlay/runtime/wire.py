@@ -436,6 +436,8 @@ def _encode_value(v: Value) -> list[Any]:
         return ["const", v.value, v.kind.value]
     if isinstance(v, Negate):
         return ["neg", _encode_value(v.operand), v.kind.value]
+    # Filters are unary predicates, and those never name prev() or an aggregate.
+    assert isinstance(v, ArithOp), f"{type(v).__name__} in a filter"
     return ["arith", v.op, _encode_value(v.left), _encode_value(v.right), v.kind.value]
 
 
