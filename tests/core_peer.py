@@ -33,10 +33,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from faidecs import Engine
+from faidecs import Engine, Matcher
 
 RUNNER = Path(__file__).with_name("core_peer_pycer.py")
 PYCER_PYTHON = os.environ.get("FAIDECS_PYCER_PYTHON", "/tmp/pycer-venv/bin/python")
+# The reference matcher; FAIDECS_CORE_MATCHER=compiled for the compiled one (the differential tests
+# of the matchers compare the two; a cold compilation per query would cost seconds here).
+MATCHER: Matcher = "compiled" if os.environ.get("FAIDECS_CORE_MATCHER") == "compiled" else "reference"
+NO_PYCER = 3  # core_peer_pycer.py's exit status when it cannot import pycer
 TYPES = ("A", "B", "C", "N")  # N occurs in no query: noise, which breaks contiguity
 ATTRS = ("pos", "kpos", "ts", "k", "v")
 DECLARATIONS = "".join(f"type {t}({', '.join(f'{a}: int' for a in ATTRS)})\n" for t in TYPES)
@@ -122,12 +126,12 @@ class PeerMissing(RuntimeError):
 
 def run_core(queries: Sequence[str], streams: Sequence[list[tuple[str, Attrs]]]) -> tuple[str, list[list[Complex]]]:
     """Each query on its stream, on CORE: pycer's version and the complex events of each."""
+    how = (
+        "make it with scripts/pycer, which ./scripts/test runs (python3.13 -m venv /tmp/pycer-venv && "
+        "/tmp/pycer-venv/bin/pip install pycer)"
+    )
     if not Path(PYCER_PYTHON).exists():
-        raise PeerMissing(
-            f"no Python with pycer at {PYCER_PYTHON} (FAIDECS_PYCER_PYTHON overrides it): create it with "
-            "scripts/pycer, which ./scripts/test runs (python3.13 -m venv /tmp/pycer-venv && "
-            "/tmp/pycer-venv/bin/pip install pycer)"
-        )
+        raise PeerMissing(f"no Python at {PYCER_PYTHON} (FAIDECS_PYCER_PYTHON overrides it) to run pycer: {how}")
     request = {
         "types": {t: list(ATTRS) for t in TYPES},
         "jobs": [
@@ -138,6 +142,8 @@ def run_core(queries: Sequence[str], streams: Sequence[list[tuple[str, Attrs]]])
     done = subprocess.run(
         [PYCER_PYTHON, str(RUNNER)], input=json.dumps(request), capture_output=True, text=True, timeout=300
     )
+    if done.returncode == NO_PYCER:
+        raise PeerMissing(f"{PYCER_PYTHON} has no pycer: {how}\n{done.stderr[-1000:]}")
     if done.returncode != 0:
         raise RuntimeError(f"CORE failed (exit status {done.returncode}):\n{done.stderr[-3000:]}")
     reply = json.loads(done.stdout)
@@ -146,7 +152,7 @@ def run_core(queries: Sequence[str], streams: Sequence[list[tuple[str, Attrs]]])
 
 
 def run_faidecs(case: Case, events: list[tuple[str, Attrs]]) -> list[Complex]:
-    engine = Engine.from_source(case.program(), matcher="reference")
+    engine = Engine.from_source(case.program(), matcher=MATCHER)
     out: list[Complex] = []
     for t, attrs in events:
         for d in engine.publish({"id": str(attrs["pos"]), "type": t, "attrs": attrs}):
@@ -197,23 +203,37 @@ def differences(
     return sorted((theirs - ours).elements()), sorted((ours - theirs).elements())
 
 
+def disagreeing(case: Case, streams: Sequence[list[Skeleton]]) -> list[bool]:
+    """Whether the engines disagree on each stream, judged with one CORE run: the streams are
+    joined as segments, as in :func:`compare_all`."""
+    stream, owner = join(case, streams)
+    events = number(stream)
+    _, (core,) = run_core([case.ceql], [events])
+    differ = [False] * len(streams)
+    only_core, only_ours = differences(case, events, core)
+    for ce in only_core + only_ours:
+        differ[owner[ce[0]]] = True  # a complex event across segments would be a failure of join
+    return differ
+
+
 def shrink(case: Case, skeletons: list[Skeleton]) -> Mismatch:
-    """A smallest stream (no one event can be dropped) on which the engines still disagree,
-    from one on which they do. One CORE run per round, for every one-event-shorter stream."""
+    """A smallest stream (no one event can be dropped) on which the engines still disagree, from
+    one on which they do: each round tries every stream without one stretch of events, stretches
+    of half the events down to single events, and keeps the shortest that still disagrees."""
     current = list(skeletons)
     while True:
-        candidates = [current[:i] + current[i + 1 :] for i in range(len(current))]
-        _, results = run_core([case.ceql] * len(candidates), [number(c) for c in candidates])
-        for candidate, core in zip(candidates, results):
-            only_core, only_ours = differences(case, number(candidate), core)
-            if only_core or only_ours:
-                current = candidate
-                break
-        else:
+        candidates = []
+        size = len(current) // 2
+        while size >= 1:
+            candidates += [current[:i] + current[i + size :] for i in range(0, len(current) - size + 1)]
+            size //= 2
+        failing = [c for c, bad in zip(candidates, disagreeing(case, candidates)) if bad and c]
+        if not failing:
             events = number(current)
             _, (core,) = run_core([case.ceql], [events])
             only_core, only_ours = differences(case, events, core)
             return Mismatch(case, events, only_core, only_ours)
+        current = min(failing, key=len)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ Standard library + pycer only; nothing of faidecs. Input (stdin, one JSON object
 Output (stdout, one JSON object): ``{"pycer": VERSION, "results": [[[v, ...], ...], ...]}``: for
 each job, its complex events in the order CORE reported them, each as the list of the *first*
 attribute of its events, in the order CORE lists them (the harness makes the first attribute a
-unique event number). Any failure exits non-zero with a message on stderr.
+unique event number). Any failure exits non-zero with a message on stderr: status 3 when pycer
+cannot be imported, 1 otherwise.
 
 Each job runs on a fresh ``pycer.PyOfflineServer`` (its ``get_output`` shuts the engine down).
 The server binds TCP ports 6000 and up on every interface, three per server in one process, so
@@ -36,9 +37,12 @@ _EVENT = re.compile(r"\(id: (\d+) attributes: \[([^\]]*)\]\)")
 _START_TRIES = 20
 
 
-def fail(message: str) -> NoReturn:
+NO_PYCER = 3  # the exit status when pycer cannot be imported
+
+
+def fail(message: str, status: int = 1) -> NoReturn:
     print(f"core_peer_pycer: error: {message}", file=sys.stderr)
-    sys.exit(1)
+    sys.exit(status)
 
 
 def declaration(types: dict[str, list[str]]) -> str:
@@ -103,7 +107,7 @@ def main() -> None:
     try:
         import pycer  # type: ignore[import-not-found]
     except ImportError as exc:
-        fail(f"cannot import pycer ({exc}): run this with the interpreter where pycer is installed")
+        fail(f"cannot import pycer ({exc}): run this with the interpreter where pycer is installed", NO_PYCER)
     engine_errors = tuple(
         obj for obj in vars(pycer).values() if isinstance(obj, type) and issubclass(obj, Exception)
     ) + (RuntimeError, ValueError, TypeError)
