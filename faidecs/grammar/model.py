@@ -285,7 +285,9 @@ class Conjunction:
         return f"{slot.type_name}+" if slot.type_name in self.groups else str(slot)
 
     def unary(self, slot: Slot) -> tuple[Predicate, ...]:
-        return tuple(p for p in self.predicates if p.slots == {slot})
+        """The predicates on ``slot`` alone that filter single events (``prev`` and aggregates
+        name one slot but judge a group, so they are not among them)."""
+        return tuple(p for p in self.predicates if p.slots == {slot} and p.unary)
 
     @property
     def binary(self) -> tuple[Predicate, ...]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from faidecs.grammar.model import Conjunction, Predicate, Slot
+from faidecs.grammar.model import Conjunction, Predicate, Slot, Window
 from faidecs.matching.evaluate import PredicateFn, compile_predicate
 from faidecs.matching.events import Event
 
@@ -38,12 +38,20 @@ class Filter:
         return Filter({})
 
     @staticmethod
-    def of(conj: Conjunction) -> Filter:
-        """What a subscriber to ``conj`` needs: per slot, the slot's unary predicates."""
+    def of(conj: Conjunction, window: Window | None = None) -> Filter:
+        """What a subscriber to ``conj`` needs: per slot, the slot's unary predicates; per
+        negation, its predicates on the negated event alone (an event failing them is never
+        logged, so it can block no relation). Under a ``window`` every event of the conjunction's
+        types (negated ones included) moves the watermark, late or not, so every one passes."""
+        if window is not None:
+            return Filter({t: ACCEPT_ALL for t in sorted(conj.watched_types)})
         out: dict[str, set[Alternative]] = {}
         for slot in conj.signature:
             alt = tuple(sorted(((p, slot) for p in conj.unary(slot)), key=lambda ps: ps[0].text))
             out.setdefault(slot.type_name, set()).add(alt)
+        for neg in conj.negations:
+            own = [p for p in neg.predicates if p.slots == {neg.slot} and p.unary]
+            out.setdefault(neg.type_name, set()).add(tuple((p, neg.slot) for p in sorted(own, key=lambda p: p.text)))
         return Filter({t: _normal(a) for t, a in out.items()})
 
     def union(self, other: Filter) -> Filter:

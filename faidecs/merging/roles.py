@@ -27,8 +27,9 @@ def role_of(types: Iterable[str]) -> Role:
 
 
 def conjunction_role(conj: Conjunction) -> Role:
-    """The merger a subscriber to ``conj`` registers at: ``PROCESS(⊔𝕋(Φ))``."""
-    return role_of(conj.types)
+    """The merger a subscriber to ``conj`` registers at: ``PROCESS(⊔𝕋(Φ))``, where the types
+    include negated ones (a negation's events must reach the subscriber in the same order)."""
+    return role_of(conj.watched_types)
 
 
 def split_by_role(sub: Subscription) -> list[tuple[Role, tuple[int, ...], Subscription]]:

@@ -53,7 +53,8 @@ def replay(
 ) -> Any:
     """The deliveries of ``program`` (text) on the events at ``events`` (a file or directory), as a
     DataFrame with columns order, subscription, conjunction, relation, events, in the order the
-    embedded engine delivers them."""
+    embedded engine delivers them; a program of the extended language adds timeout and
+    aggregates (JSON text, null when there are none), as ``Delivery.to_json`` gives them."""
     from pyspark.sql import functions as F
 
     from faidecs.spark.correlate import correlate
@@ -62,6 +63,8 @@ def replay(
     flat = read_events(spark, events, plan, fmt=fmt, order_column=order_column).withColumn("program", F.lit(0))
     out = correlate(flat, {0: program}, matcher=matcher, with_events=with_events, clock=clock, bins=bins)
     columns = ["order", "subscription", "conjunction", "relation"] + (["events"] if with_events else [])
+    if any(sub.extended for sub in plan.subscriptions):
+        columns += ["timeout", "aggregates"]
     return out.select(*columns)
 
 

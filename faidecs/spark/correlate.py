@@ -29,10 +29,14 @@ from faidecs.matching.records import Matcher
 from faidecs.spark.plan import COLUMN_SEPARATOR, Group, Plan, column
 from faidecs.spark.pushdown import column_sql, group_filter, type_condition_sql
 
+# ``nth``: a delivery's place among its conjunction's deliveries at one event (matching ALL may
+# deliver several); ``timeout`` and ``aggregates`` (JSON) as in Delivery.to_json.
 DELIVERY_SCHEMA = (
-    "program int, order long, declared int, rank int, subscription string, conjunction int, "
-    "relation array<string>, events string"
+    "program int, order long, declared int, rank int, nth int, subscription string, conjunction int, "
+    "relation array<string>, events string, timeout boolean, aggregates string"
 )
+#: The columns that put deliveries in the embedded engine's order.
+DELIVERY_ORDER = ("program", "order", "declared", "rank", "nth")
 # No leading underscores: transformWithStateInPandas hands rows over as namedtuples, which rename them.
 GROUP = ["program", "merger", "partition"]
 # Programs routed by one expression: past a few dozen, the generated code outgrows what Janino
@@ -142,7 +146,7 @@ def correlate(
 
     # Kept: the global sort samples its input first, which would otherwise run every engine twice.
     out = ordered.mapInArrow(run, DELIVERY_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
-    return out.orderBy("program", "order", "declared", "rank")
+    return out.orderBy(*DELIVERY_ORDER)
 
 
 def route_sql(programs: Mapping[int, str], bins: int | None = None) -> str | None:
@@ -242,6 +246,10 @@ class GroupRun:
         self.engine = engine or Engine(group.program(plan.types), matcher=matcher, kernels="eager")
         self.parts = dict(group.named)
         self.names = list(group.types)
+        # The extended language has no batch path: its groups (`T+`) make relations of varying
+        # length, and its deliveries carry timeouts and aggregates. Such a group (alone in its
+        # engine, Plan.groups) publishes its rows one by one.
+        self.one_by_one = group.extended
 
     def feed_arrow(self, batch: Any) -> Any:
         """The deliveries of an Arrow record batch of rows (sorted by order, all of this group), as
@@ -265,8 +273,11 @@ class GroupRun:
             for j, a in enumerate(self.plan.types[t].attributes, start=1):
                 table[a.name] = mine.column(j).to_numpy(zero_copy_only=False)
             tables[t] = table
-        result = self.engine.publish_batch(tables, codes)
         orders = batch.column("order").to_numpy(zero_copy_only=False)
+        if self.one_by_one:
+            out = self._each(tables, np.asarray(self.names, dtype=object)[codes], orders)
+            return None if out is None else self._arrow(out)
+        result = self.engine.publish_batch(tables, codes)
         rows = None
         if self.with_events:
             slots = sorted(set(self.layout.values()) & set(batch.schema.names))
@@ -280,19 +291,26 @@ class GroupRun:
                 result,
             )
         out = self._deliveries(result, orders, rows)
-        if out is None:
-            return None
+        return None if out is None else self._arrow(out)
+
+    def _arrow(self, out: dict[str, Any]) -> Any:
+        import pyarrow as pa
+
+        n = len(out["order"])
         offsets = pa.array(out["offsets"], pa.int32())
         return pa.RecordBatch.from_arrays(
             [
-                pa.array(np.full(len(out["order"]), self.pid, dtype=np.int32)),
+                pa.array(np.full(n, self.pid, dtype=np.int32)),
                 pa.array(out["order"], pa.int64()),
                 pa.array(out["declared"], pa.int32()),
                 pa.array(out["rank"], pa.int32()),
+                pa.array(out["nth"], pa.int32()),
                 pa.array(out["subscription"], pa.string()),
                 pa.array(out["conjunction"], pa.int32()),
                 pa.ListArray.from_arrays(offsets, pa.array(out["ids"], pa.string())),
-                pa.array(out["events"], pa.string()) if rows else pa.nulls(len(out["order"]), pa.string()),
+                pa.array(out["events"], pa.string()) if out["events"] is not None else pa.nulls(n, pa.string()),
+                pa.array(out["timeout"], pa.bool_()),
+                pa.array(out["aggregates"], pa.string()),
             ],
             schema=_arrow_schema(),
         )
@@ -310,12 +328,16 @@ class GroupRun:
             for a in self.plan.types[t].attributes:
                 table[a.name] = mine[self.layout[column(t, a.name)]].to_numpy(dtype=_NUMPY[a.kind])
             tables[t] = table
-        result = self.engine.publish_batch(tables, types)
-        rows = None
-        if self.with_events:
-            columns = {c: pdf[c].to_numpy(dtype=object) for c in set(self.layout.values()) if c in pdf}
-            rows = _Rows(types, pdf["id"].to_numpy(dtype=object), columns, self.plan, self.layout, result)
-        out = self._deliveries(result, pdf["order"].to_numpy(dtype=np.int64), rows)
+        orders = pdf["order"].to_numpy(dtype=np.int64)
+        if self.one_by_one:
+            out = self._each(tables, types, orders)
+        else:
+            result = self.engine.publish_batch(tables, types)
+            rows = None
+            if self.with_events:
+                columns = {c: pdf[c].to_numpy(dtype=object) for c in set(self.layout.values()) if c in pdf}
+                rows = _Rows(types, pdf["id"].to_numpy(dtype=object), columns, self.plan, self.layout, result)
+            out = self._deliveries(result, orders, rows)
         if out is None:
             return _empty()
         ids, offsets = out.pop("ids"), out.pop("offsets")
@@ -331,6 +353,7 @@ class GroupRun:
         if not live:
             return None
         sizes = [len(g.positions) for g in live]
+        total = sum(sizes)
         parts = [self.parts[g.subscription] for g in live]
         widths = np.repeat([g.arrivals.shape[1] for g in live], sizes)
         offsets = np.zeros(len(widths) + 1, dtype=np.int64)
@@ -344,7 +367,60 @@ class GroupRun:
             "ids": np.concatenate([result.ids(g.arrivals).reshape(-1) for g in live]),
             "offsets": offsets,
             "events": [rows.relation(r) for g in live for r in g.arrivals] if rows else None,
+            # The papers' language delivers at most one relation per conjunction and event.
+            "nth": np.zeros(total, dtype=np.int32),
+            "timeout": np.zeros(total, dtype=bool),
+            "aggregates": [None] * total,
         }
+
+    def _each(
+        self, tables: Mapping[str, Mapping[str, Any]], types: np.ndarray, orders: np.ndarray
+    ) -> dict[str, Any] | None:
+        """As :meth:`_deliveries`, from publishing the rows one by one (``types[b]`` is row b's
+        type; the k-th row of a type is its table's k-th row)."""
+        out: dict[str, list[Any]] = {
+            k: []
+            for k in (
+                "order",
+                "declared",
+                "rank",
+                "nth",
+                "subscription",
+                "conjunction",
+                "events",
+                "timeout",
+                "aggregates",
+            )
+        }
+        ids: list[str] = []
+        offsets = [0]
+        taken = dict.fromkeys(tables, 0)
+        for b, t in enumerate(types.tolist()):
+            r = taken[t]
+            taken[t] += 1
+            table = tables[t]
+            attrs = {a.name: _plain(table[a.name][r]) for a in self.plan.types[t].attributes}
+            seen: dict[tuple[str, int], int] = {}
+            for d in self.engine.publish({"id": _plain(table["id"][r]), "type": t, "attrs": attrs}):
+                part = self.parts[d.subscription]
+                nth = seen[(d.subscription, d.conjunction)] = seen.get((d.subscription, d.conjunction), -1) + 1
+                out["order"].append(int(orders[b]))
+                out["declared"].append(part.declared)
+                out["rank"].append(part.ranks[d.conjunction])
+                out["nth"].append(nth)
+                out["subscription"].append(part.subscription.name)
+                out["conjunction"].append(part.indices[d.conjunction])
+                out["timeout"].append(d.timeout)
+                out["aggregates"].append(json.dumps(dict(d.aggregates)) if d.aggregates else None)
+                if self.with_events:
+                    events = (_event_json(e.id, e.type, {n: _plain(v) for n, v in e.attrs.items()}) for e in d.relation)
+                    out["events"].append("[" + ", ".join(events) + "]")
+                ids += d.ids
+                offsets.append(len(ids))
+        if not offsets[1:]:
+            return None
+        return {**out, "ids": np.asarray(ids, dtype=object), "offsets": np.asarray(offsets, dtype=np.int64),
+                "events": out["events"] if self.with_events else None}  # fmt: skip
 
 
 class _Rows:
@@ -398,10 +474,13 @@ def _arrow_schema() -> Any:
             ("order", pa.int64()),
             ("declared", pa.int32()),
             ("rank", pa.int32()),
+            ("nth", pa.int32()),
             ("subscription", pa.string()),
             ("conjunction", pa.int32()),
             ("relation", pa.list_(pa.string())),
             ("events", pa.string()),
+            ("timeout", pa.bool_()),
+            ("aggregates", pa.string()),
         ]
     )
 
@@ -427,4 +506,4 @@ def _empty() -> Any:
     return pd.DataFrame({c.split()[0]: pd.Series([], dtype=object) for c in DELIVERY_SCHEMA.split(", ")})
 
 
-__all__ = ["DELIVERY_SCHEMA", "GroupRun", "correlate", "route_sql", "routed", "run_sorted", "slots"]
+__all__ = ["DELIVERY_ORDER", "DELIVERY_SCHEMA", "GroupRun", "correlate", "route_sql", "routed", "run_sorted", "slots"]

@@ -44,6 +44,11 @@ class Merger:
     parts: tuple[Part, ...]
     partition_by: str | None  # every part partitioned by this attribute: the merger splits by value
 
+    @property
+    def extended(self) -> bool:
+        """Serves a subscription of the extended language (run event by event, not in batches)."""
+        return any(p.subscription.extended for p in self.parts)
+
     def program(self, types: dict[str, EventType]) -> Program:
         return Program(dict(types), tuple(p.subscription for p in self.parts))
 
@@ -86,6 +91,10 @@ class Group:
     def partition_by(self) -> str | None:
         return self.mergers[0].partition_by if len(self.mergers) == 1 else None
 
+    @property
+    def extended(self) -> bool:
+        return any(m.extended for m in self.mergers)
+
     def program(self, types: dict[str, EventType]) -> Program:
         subs = tuple(replace(p.subscription, name=n) for n, p in self.named)
         return Program(dict(types), subs)
@@ -115,14 +124,15 @@ class Plan:
 
     def groups(self, bins: int | None = None) -> tuple[Group, ...]:
         """One group per merger (``bins=None``), or the mergers in at most ``bins`` groups of about
-        equal work (partitioned mergers stay alone: they split by value). Work is estimated as
+        equal work (partitioned mergers stay alone: they split by value; so do those of the
+        extended language, which run event by event, so that the bins keep the batch path). Work is estimated as
         (types of the merger) × (conjunctions it serves), types taken as equally frequent;
         largest first into the lightest bin, ties by position, so the result is deterministic."""
         names = frozenset(s.name for s in self.subscriptions)
         if bins is None:
             return tuple(Group.of((m,), names) for m in self.mergers)
-        alone = [m for m in self.mergers if m.partition_by is not None]
-        rest = [m for m in self.mergers if m.partition_by is None]
+        alone = [m for m in self.mergers if m.partition_by is not None or m.extended]
+        rest = [m for m in self.mergers if m.partition_by is None and not m.extended]
         load = [0] * max(1, bins)
         members: list[list[Merger]] = [[] for _ in load]
         weight = {id(m): len(m.role) * sum(len(p.subscription.conjunctions) for p in m.parts) for m in rest}

@@ -15,7 +15,7 @@ is ever dropped.
 
 from __future__ import annotations
 
-from faidecs.grammar.model import AttrOf, Conjunction, Const, Kind, Predicate
+from faidecs.grammar.model import AttrOf, Const, Kind, Predicate
 from faidecs.matching.evaluate import INT64_MAX, INT64_MIN
 from faidecs.merging.filters import ACCEPT_ALL, Filter, union_all
 from faidecs.spark.plan import Group, Merger, column
@@ -23,8 +23,7 @@ from faidecs.spark.plan import Group, Merger, column
 
 def merger_filter(merger: Merger) -> Filter:
     """What the merger's consumers accept: the union over its conjunctions' slots."""
-    conjunctions: list[Conjunction] = [c for p in merger.parts for c in p.subscription.conjunctions]
-    return union_all(Filter.of(c) for c in conjunctions)
+    return union_all(Filter.of(c, p.subscription.window) for p in merger.parts for c in p.subscription.conjunctions)
 
 
 def group_filter(group: Group) -> Filter:

@@ -102,7 +102,7 @@ def correlate_stream(
 ) -> Any:
     """A streaming DataFrame of deliveries (:data:`DELIVERY_SCHEMA`) of every program on its
     events. Rows of one micro-batch come in no particular order: sort by (program, order,
-    declared, rank) for the embedded engine's delivery order."""
+    declared, rank, nth) for the embedded engine's delivery order."""
     texts = dict(programs)
     found = routed(flat, texts)
     if found is None:
@@ -188,6 +188,8 @@ def stream(
     columns = ["order", "declared", "rank", "subscription", "conjunction", "relation"] + (
         ["events"] if with_events else []
     )
+    if any(sub.extended for sub in plan.subscriptions):  # sort by order, declared, rank, nth
+        columns += ["nth", "timeout", "aggregates"]
     writer = deliveries.select(*columns).writeStream.format(out_format).option("checkpointLocation", checkpoint)
     writer = writer.outputMode("append")
     if available_now:

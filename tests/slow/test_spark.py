@@ -23,6 +23,7 @@ pyspark = pytest.importorskip("pyspark")  # the `spark` extra; CI installs it
 from faidecs.spark import SparkInputError, replay, session
 from faidecs.spark.correlate import correlate
 from faidecs.spark.plan import column
+from tests import stock_extended
 
 # One worker runs the Spark modules, each in order (a module shares one session; its last test stops it).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark")]
@@ -196,6 +197,37 @@ def test_attribute_columns_of_types_with_underscores_do_not_collide(spark: Any, 
     rows = replay(spark, program, str(tmp_path / "events.jsonl")).collect()
     assert [(r["subscription"], list(r["relation"])) for r in rows] == [("S", ["x"]), ("T", ["y"])]
     assert json.loads(rows[1]["events"])[0]["attrs"] == {"c": 9007199254740993}
+
+
+# The extended language's examples (docs/dsl.md), and a subscription under matching ALL, which
+# delivers several relations of one conjunction at one event (Spark sorts them by nth).
+EXTENDED = (
+    stock_extended.PROGRAM
+    + """
+subscription Pairs (matching ALL, disposal NONE, within 20 on time):
+    StockQuote[0] and StockQuote[1] and StockQuote[0].symbol = StockQuote[1].symbol
+"""
+)
+
+
+def test_replay_of_the_extended_stock_examples_equals_the_embedded_engine(spark: Any, tmp_path: Path) -> None:
+    """Groups with aggregates, absences, negations and ALL, on a seeded stream: each delivery, its
+    timeout and its aggregates as the embedded engine gives them, in its order."""
+    events = stock_extended.stream(3, 120)
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    rows = replay(spark, EXTENDED, str(tmp_path / "events.jsonl"), with_events=False).collect()
+    engine = Engine.from_source(EXTENDED, matcher="reference")
+    expected = [d.to_json() for e in events for d in engine.publish(e)]
+    assert {d["subscription"] for d in expected} == {*stock_extended.NAMES, "Pairs"}  # not vacuous
+    got = []
+    for r in rows:
+        d = {"subscription": r["subscription"], "conjunction": r["conjunction"], "relation": list(r["relation"])}
+        if r["timeout"]:
+            d["timeout"] = True
+        if r["aggregates"] is not None:
+            d["aggregates"] = json.loads(r["aggregates"])
+        got.append(d)
+    assert got == expected
 
 
 def test_cli_spark_run_writes_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str], spark: Any) -> None:

@@ -28,12 +28,15 @@ def subscriber_key(conjunction_texts: Iterable[str], options: str) -> str:
 def stream_key(part: Subscription) -> str:
     """The consumer key of a subscriber's stream of ``part`` (its conjunctions that one merger serves)."""
     options = f"{part.matching.value}+{part.disposal.value}+{part.covering.value}+{part.partition_by or ''}"
+    if part.window is not None:  # only then, so that the keys of the papers' language stay as they were
+        options += f"+{part.window.text}"
     return subscriber_key([c.text for c in part.conjunctions], options)
 
 
 def stream_filter(part: Subscription) -> Filter:
-    """What a subscriber's stream of ``part`` registers: the unary predicates of its conjunctions."""
-    return union_all(Filter.of(c) for c in part.conjunctions)
+    """What a subscriber's stream of ``part`` registers: the unary predicates of its conjunctions
+    (none under a window: every event moves its watermark)."""
+    return union_all(Filter.of(c, part.window) for c in part.conjunctions)
 
 
 def is_subscriber(key: str) -> bool:
