@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from faidecs.errors import EventError, FaidecsError, QueueOverflowError
+from faidecs.errors import EventError, QueueOverflowError
 from faidecs.grammar.model import EventType, Slot, Subscription
 from faidecs.matching.batch_routes import BatchRoutes
 from faidecs.matching.columns import TypeCodec
@@ -194,14 +194,6 @@ class BatchScope:
 
 
 def publish_batch(scope: BatchScope, tables: Mapping[str, ColumnTable], order: Order) -> BatchResult:
-    for sub, _ in scope.routes:
-        if sub.extended:
-            # Its relations may vary in length (groups) and carry timeouts and aggregates, which
-            # a BatchGroup's fixed-width arrays cannot hold; refused before any state changes.
-            raise FaidecsError(
-                f"subscription {sub.name} uses the extended language (groups, negations, windows, "
-                "ALL or NONE), which publish_batch does not run: publish its events one by one"
-            )
     declared = scope.types
     names = list(tables)
     for name in names:

@@ -246,9 +246,9 @@ class GroupRun:
         self.engine = engine or Engine(group.program(plan.types), matcher=matcher, kernels="eager")
         self.parts = dict(group.named)
         self.names = list(group.types)
-        # The extended language has no batch path: its groups (`T+`) make relations of varying
-        # length, and its deliveries carry timeouts and aggregates. Such a group (alone in its
-        # engine, Plan.groups) publishes its rows one by one.
+        # The extended language's deliveries carry timeouts and aggregates, and several may come
+        # from one event (ALL) or have varying lengths (groups): such a group (alone in its
+        # engine, Plan.groups) publishes its rows one by one, as publish_batch does inside.
         self.one_by_one = group.extended
 
     def feed_arrow(self, batch: Any) -> Any:
