@@ -133,6 +133,9 @@ def run(scenario: LabScenario, combination: Combination, extra: str = "") -> Run
                 now = attrs["t"] = k + 1
             yield {"id": f"e{k + 1}", "type": t, "attrs": attrs}
 
-    negated = any(NEGATED in atom for _, conjs in scenario.processes for c in conjs for atom in c)
+    published = [t for t, _ in scenario.events] + [rule.type_name for _, rule in scenario.reactions]
+    negated = NEGATED in published or any(
+        NEGATED in atom for _, conjs in scenario.processes for c in conjs for atom in c
+    )
     types = types_source(keyed=keyed, timed=timed, negated=negated)
     return run_processes(types, processes, events(), react=react if reactions else None, matcher="reference")
