@@ -96,7 +96,8 @@ def describe_program(program: Program) -> str:
             lines.append(f"    signature: [{', '.join(conj.slot_text(s) for s in conj.signature)}]")
             for slot in conj.signature:
                 for p in conj.unary(slot):
-                    lines.append(f"    unary  {conj.slot_text(slot)}: {p.text}")
+                    if p.unary:  # a condition on a group as a whole is listed as `group:` below
+                        lines.append(f"    unary  {conj.slot_text(slot)}: {p.text}")
             for p in conj.binary:
                 lines.append(f"    {'group' if p.structural else 'binary'}: {p.text}")
             for n in conj.negations:

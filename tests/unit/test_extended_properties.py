@@ -186,7 +186,8 @@ def test_check_describes_the_new_operators_and_their_measured_properties(
     assert main(["check", str(path)]) == 0
     out = capsys.readouterr().out
     assert "subscription Rising (matching FR, disposal PI, within 300 on t, lateness 5)" in out
-    assert "signature: [A+, B[0]]" in out and "group: avg(A) > B[0].a" not in out
+    assert "signature: [A+, B[0]]" in out and "unary  A+: count(A) >= 3" not in out
+    assert "group: count(A) >= 3" in out and "group: A[0].a > prev(A).a" in out
     assert "absence: no N(B[0].a = N[0].a) after B[0]" in out
     assert "negation: no N between A[0] and A[1]" in out
     assert "window: relations span at most 10 of t" in out
