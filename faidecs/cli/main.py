@@ -282,20 +282,31 @@ def cmd_lab(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from faidecs.lab import COMBINATIONS, lab, render_table, run
+    from faidecs.lab.generator import operator_extra
     from faidecs.lab.scenario import PARTITIONED
+    from faidecs.matching.guarantees import EVERY_COMBINATION
 
     extra = (", covering staged" if args.staged else "") + (PARTITIONED if args.partitioned else "")
-    found = lab(runs=args.runs, seed=args.seed, extra=extra, workers=args.workers)
+    # Staged covering has no extended matcher yet: the options of disposal NONE run plain only.
+    combinations = COMBINATIONS if args.staged else EVERY_COMBINATION
+    operator = args.operator or ""
+    found = lab(
+        runs=args.runs, seed=args.seed, combinations=combinations, extra=extra, workers=args.workers, operator=operator
+    )
+    extra += operator_extra(operator)
     if args.json:
         print(json.dumps({name: sorted(props) for name, props in found.items()}, indent=2))
     elif args.markdown:
-        from faidecs.lab.report import markdown
+        from faidecs.lab.report import markdown, operator_markdown
 
-        sys.stdout.write(markdown(found, COMBINATIONS, extra))
+        if operator:
+            sys.stdout.write(operator_markdown(operator, found, combinations, extra))
+        else:
+            sys.stdout.write(markdown(found, combinations, extra))
     else:
-        sys.stdout.write(render_table(found, COMBINATIONS, extra))
+        sys.stdout.write(render_table(found, combinations, extra))
     if args.out:
-        for combination, (name, props) in zip(COMBINATIONS, found.items()):
+        for combination, (name, props) in zip(combinations, found.items()):
             folder = Path(args.out) / name
             folder.mkdir(parents=True, exist_ok=True)
             for prop, finding in props.items():
@@ -369,6 +380,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--languages",
         action="store_true",
         help="print docs/languages.md's tables from the recorded table (no runs): the peers' nearest strategies",
+    )
+    lab.add_argument(
+        "--operator",
+        choices=("group", "negation", "absence", "window"),
+        help="scenarios use this operator of the extended language (absence and window: windowed runs)",
     )
     lab.set_defaults(func=cmd_lab)
 

@@ -153,6 +153,13 @@ class Checker:
         before = len(self.diagnostics)
         matching, disposal, covering = self._options(decl.options)
         window, window_span = self._window(decl.options)
+        staged = next((o for o in decl.options if o.key == "covering" and o.value == "staged"), None)
+        if staged is not None and (window is not None or Matching.ALL is matching or disposal is Disposal.NONE):
+            self.error(
+                "covering staged does not combine with windows, matching ALL or disposal NONE yet",
+                staged.span,
+                hint="use covering plain (the default)",
+            )
         condition = self._condition(decl.condition)
         if condition is None or len(self.diagnostics) > before:
             return None

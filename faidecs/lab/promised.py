@@ -19,33 +19,58 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from faidecs.grammar.model import Covering, Disposal, Matching, Subscription
-from faidecs.lab.measured import MEASURED_VIOLATIONS, STAGED_VIOLATIONS
+from faidecs.grammar.model import Covering, Disposal, Matching, NegationKind, Subscription
+from faidecs.lab.measured import MEASURED_VIOLATIONS, OPERATOR_VIOLATIONS, STAGED_VIOLATIONS
 from faidecs.matching.guarantees import PROPERTIES, Combination, Property
 
 
-def lost_by(matching: Matching, disposal: Disposal, covering: Covering) -> tuple[Property, ...]:
-    """The properties the lab found violated under these options, in :data:`PROPERTIES` order."""
-    table = STAGED_VIOLATIONS if covering is Covering.STAGED else MEASURED_VIOLATIONS
-    found = table[Combination(matching, disposal)]
+def operators(sub: Subscription) -> tuple[str, ...]:
+    """The extended language's operators ``sub`` uses, as the lab names them (its tables)."""
+    conjs = sub.conjunctions
+    used = {
+        "group": any(c.groups for c in conjs),
+        "negation": any(n.kind is NegationKind.BETWEEN for c in conjs for n in c.negations),
+        "absence": any(n.kind is NegationKind.AFTER for c in conjs for n in c.negations),
+        "window": sub.window is not None,
+    }
+    return tuple(name for name, yes in used.items() if yes)
+
+
+def lost_by(
+    matching: Matching, disposal: Disposal, covering: Covering, used: Iterable[str] = ()
+) -> tuple[Property, ...]:
+    """The properties the lab found violated under these options, in :data:`PROPERTIES` order:
+    the combination's row, and the row of each operator in ``used`` (:func:`operators`) under it.
+    The lab measures each operator alone; a subscription with several is held to the union of
+    their losses. Staged covering has no row for disposal NONE (the engine runs it plain only):
+    there the plain row stands."""
+    combination = Combination(matching, disposal)
+    table = (
+        STAGED_VIOLATIONS if covering is Covering.STAGED and combination in STAGED_VIOLATIONS else MEASURED_VIOLATIONS
+    )
+    found = set(table[combination])
+    for operator in used:
+        found.update(OPERATOR_VIOLATIONS[operator][combination])
     return tuple(p for p in PROPERTIES if p in found)
 
 
-def promised_by(matching: Matching, disposal: Disposal, covering: Covering) -> tuple[Property, ...]:
+def promised_by(
+    matching: Matching, disposal: Disposal, covering: Covering, used: Iterable[str] = ()
+) -> tuple[Property, ...]:
     """The properties of the papers' table these options keep (the lab found no violation, and the
     slow tests check more seeded runs for each)."""
-    lost = lost_by(matching, disposal, covering)
+    lost = lost_by(matching, disposal, covering, used)
     return tuple(p for p in PROPERTIES if p not in lost)
 
 
 def lost(sub: Subscription) -> tuple[Property, ...]:
-    """What ``sub``'s options may violate."""
-    return lost_by(sub.matching, sub.disposal, sub.covering)
+    """What ``sub``'s options (and operators) may violate."""
+    return lost_by(sub.matching, sub.disposal, sub.covering, operators(sub))
 
 
 def promised(sub: Subscription) -> tuple[Property, ...]:
-    """What ``sub``'s options keep."""
-    return promised_by(sub.matching, sub.disposal, sub.covering)
+    """What ``sub``'s options (and operators) keep."""
+    return promised_by(sub.matching, sub.disposal, sub.covering, operators(sub))
 
 
 def promised_by_all(subscriptions: Iterable[Subscription]) -> list[Property]:
@@ -56,4 +81,4 @@ def promised_by_all(subscriptions: Iterable[Subscription]) -> list[Property]:
     return [p for p in PROPERTIES if p not in lost_any]
 
 
-__all__ = ["lost", "lost_by", "promised", "promised_by", "promised_by_all"]
+__all__ = ["lost", "lost_by", "operators", "promised", "promised_by", "promised_by_all"]

@@ -26,7 +26,7 @@ def table(found: dict[str, dict[Property, Finding]], combinations: tuple[Combina
     rows = [head, rule]
     for c in combinations:
         name = combo_name(c, extra)
-        paper = None if extra else paper_row(c)
+        paper = None if extra else paper_row(c)  # None too for options the paper lacks
         cells = [_cell(p in found[name], None if paper is None else p in paper) for p in PROPERTIES]
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
@@ -96,4 +96,40 @@ def markdown(found: dict[str, dict[Property, Finding]], combinations: tuple[Comb
             )
             out.append(f"**{prop}** ({how})\n")
             out.append(counterexample(finding.scenario, c, prop, extra, finding.proof) + "\n")
+    return "\n".join(out)
+
+
+def operator_markdown(
+    operator: str, found: dict[str, dict[Property, Finding]], combinations: tuple[Combination, ...], extra: str = ""
+) -> str:
+    """An operator's table (``faidecs lab --operator OP --markdown``): per combination what the
+    lab found violated with the operator; a bold cell is lost with the operator but kept by the
+    combination's own row (the measured table), and only those come with their counterexample."""
+    from faidecs.lab.measured import MEASURED_VIOLATIONS
+
+    head = "| combination | " + " | ".join(PROPERTIES) + " |"
+    rows = [head, "|---" * (len(PROPERTIES) + 1) + "|"]
+    added: list[tuple[Combination, Property, Finding]] = []
+    for c in combinations:
+        name = combo_name(c, extra)
+        base = MEASURED_VIOLATIONS.get(c, ())
+        cells = []
+        for p in PROPERTIES:
+            if p not in found[name]:
+                cells.append("✓")
+            elif p in base:
+                cells.append("✗")
+            else:
+                cells.append("**✗ (operator)**")
+                added.append((c, p, found[name][p]))
+        rows.append(f"| {c.name} | " + " | ".join(cells) + " |")
+    out = ["\n".join(rows) + "\n", ""]
+    for c, prop, finding in added:
+        how = (
+            f"found after {finding.runs_needed} runs"
+            if finding.origin == "search"
+            else f"found by replaying a counterexample of {finding.origin}"
+        )
+        out.append(f"**{c.name} with {operator}: {prop}** ({how})\n")
+        out.append(counterexample(finding.scenario, c, prop, extra, finding.proof) + "\n")
     return "\n".join(out)

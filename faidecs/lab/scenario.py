@@ -6,7 +6,7 @@ out; :func:`run` turns one into a run log under one combination of matching and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,16 +16,33 @@ from faidecs.runs.processes import run_processes
 from faidecs.runs.runlog import RunLog
 
 TYPES = ("T1", "T2", "T3", "T4")
+#: the type the lab's negations and absences name (``no T5 ...``); never matched, only watched
+NEGATED = "T5"
 TYPES_SOURCE = "".join(f"type {t}(a: int)\n" for t in TYPES)
 #: the types of a partitioned lab run: a key ``k`` beside ``a``, so that partitions are chosen
 #: independently of the values that predicates compare
 KEYED_TYPES_SOURCE = "".join(f"type {t}(a: int, k: int)\n" for t in TYPES)
 #: the option that ``faidecs lab --partitioned`` adds to every subscription
 PARTITIONED = ", partition by k"
+#: the window of the lab's windowed runs: on ``t``, the event's place in the publisher's stream
+#: (1, 2, ...; a reaction has the time of the event that caused it), so time is monotone in the
+#: order and a relation spans at most four consecutive publications
+WINDOW = ", within 3 on t"
 
 
 def partitioned(extra: str) -> bool:
     return "partition by" in extra
+
+
+def windowed(extra: str) -> bool:
+    return "within" in extra
+
+
+def types_source(*, keyed: bool = False, timed: bool = False, negated: bool = False) -> str:
+    """The lab's event types: ``a``, with ``k`` when partitioned and ``t`` when windowed; T5 too
+    when a subscription negates it."""
+    attrs = "a: int" + (", k: int" if keyed else "") + (", t: int" if timed else "")
+    return "".join(f"type {t}({attrs})\n" for t in TYPES + ((NEGATED,) if negated else ()))
 
 
 Conj = tuple[str, ...]  # atoms joined by `and`
@@ -101,11 +118,24 @@ def run(scenario: LabScenario, combination: Combination, extra: str = "") -> Run
         attrs = {"a": rule.value}
         if keyed:
             attrs["k"] = delivery.relation[0].attrs["k"]
+        if timed:
+            attrs["t"] = now
         return [{"id": f"{process}r{made[process]}", "type": rule.type_name, "attrs": attrs}]
 
-    keyed = partitioned(extra)
-    events = []
-    for k, (t, a) in enumerate(scenario.events):
-        events.append({"id": f"e{k + 1}", "type": t, "attrs": {"a": a, "k": scenario.key(k)} if keyed else {"a": a}})
-    types = KEYED_TYPES_SOURCE if keyed else TYPES_SOURCE
-    return run_processes(types, processes, events, react=react if reactions else None, matcher="reference")
+    keyed, timed = partitioned(extra), windowed(extra)
+    now = 0  # the time of the last event the publisher published (a reaction's time)
+
+    def events() -> Iterator[dict[str, Any]]:
+        nonlocal now
+        for k, (t, a) in enumerate(scenario.events):
+            attrs = {"a": a, "k": scenario.key(k)} if keyed else {"a": a}
+            if timed:
+                now = attrs["t"] = k + 1
+            yield {"id": f"e{k + 1}", "type": t, "attrs": attrs}
+
+    published = [t for t, _ in scenario.events] + [rule.type_name for _, rule in scenario.reactions]
+    negated = NEGATED in published or any(
+        NEGATED in atom for _, conjs in scenario.processes for c in conjs for atom in c
+    )
+    types = types_source(keyed=keyed, timed=timed, negated=negated)
+    return run_processes(types, processes, events(), react=react if reactions else None, matcher="reference")

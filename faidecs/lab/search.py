@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from faidecs.errors import ProgramError
 from faidecs.lab.extension import Proof, prove_event_validity
+from faidecs.lab.generator import operator_extra
 from faidecs.lab.generator import scenario as generate
 from faidecs.lab.scenario import LabScenario, partitioned, run
 from faidecs.matching.guarantees import COMBINATIONS, PAPER_VIOLATIONS, PROPERTIES, Combination, Property
@@ -104,15 +105,18 @@ def shrink(s: LabScenario, combination: Combination, prop: Property, extra: str 
     return s
 
 
-def explore(combination: Combination, runs: int, seed: int, extra: str = "") -> dict[Property, Finding]:
-    """The first counterexample found for each property in ``runs`` seeded runs, shrunk."""
+def explore(
+    combination: Combination, runs: int, seed: int, extra: str = "", operator: str = ""
+) -> dict[Property, Finding]:
+    """The first counterexample found for each property in ``runs`` seeded runs, shrunk;
+    ``operator``: the extended language's operator the scenarios use (see the generator)."""
     # The same scenarios with and without `extra`: staged and plain matching then differ only
     # where the scenario makes them differ, not by the luck of the draw.
-    rng = random.Random(f"{seed}:{combo_name(combination)}")
+    rng = random.Random(f"{seed}:{combo_name(combination)}" + (f":{operator}" if operator else ""))
     remaining = list(PROPERTIES)
     found: dict[Property, Finding] = {}
     for i in range(runs):
-        s = generate(rng, keyed=partitioned(extra))
+        s = generate(rng, keyed=partitioned(extra), operator=operator)
         report = check(run(s, combination, extra), remaining)
         proven = report.violated()
         if Property.EVENT_VALIDITY in report.unproven and prove_event_validity(s, combination, extra) is not None:
@@ -125,9 +129,9 @@ def explore(combination: Combination, runs: int, seed: int, extra: str = "") -> 
     return found
 
 
-def _explore_args(args: tuple[Combination, int, int, str]) -> tuple[str, dict[Property, Finding]]:
-    combination, runs, seed, extra = args
-    return combo_name(combination, extra), explore(combination, runs, seed, extra)
+def _explore_args(args: tuple[Combination, int, int, str, str]) -> tuple[str, dict[Property, Finding]]:
+    combination, runs, seed, extra, operator = args
+    return combo_name(combination, extra), explore(combination, runs, seed, extra, operator)
 
 
 def lab(
@@ -137,14 +141,18 @@ def lab(
     combinations: tuple[Combination, ...] = COMBINATIONS,
     extra: str = "",
     workers: int | None = None,
+    operator: str = "",
 ) -> dict[str, dict[Property, Finding]]:
     """Explore every combination (in parallel over ``workers`` processes); the findings by
-    :func:`combo_name`, in the order of ``combinations``."""
-    jobs = [(c, runs, seed, extra) for c in combinations]
-    if extra:
+    :func:`combo_name`, in the order of ``combinations``. ``operator``: scenarios use this
+    operator of the extended language (:data:`~faidecs.lab.generator.OPERATORS`); its runs
+    take the options it needs (a window) besides ``extra``."""
+    extra = extra + (operator_extra(operator) if operator_extra(operator) not in extra else "")
+    jobs = [(c, runs, seed, extra, operator) for c in combinations]
+    if extra and not operator:
         # Plain runs too: their counterexamples join the pool replayed below, since an option
         # such as `covering staged` changes only some scenarios.
-        jobs += [(c, runs, seed, "") for c in combinations]
+        jobs += [(c, runs, seed, "", "") for c in combinations]
     workers = workers or min(len(jobs), os.cpu_count() or 1)
     if workers <= 1:
         results = [_explore_args(j) for j in jobs]
@@ -175,8 +183,11 @@ def lab(
     return found
 
 
-def paper_row(combination: Combination) -> set[Property]:
-    return set(PAPER_VIOLATIONS[combination])
+def paper_row(combination: Combination) -> set[Property] | None:
+    """What Table 4.1 says ``combination`` violates; None for the options the paper lacks
+    (ALL, NONE)."""
+    found = PAPER_VIOLATIONS.get(combination)
+    return None if found is None else set(found)
 
 
 def render_table(
@@ -191,11 +202,11 @@ def render_table(
     lines = [head]
     for c in combinations:
         name = combo_name(c, extra)
-        paper = paper_row(c) if not extra else set()
+        paper = paper_row(c) if not extra else None
         cells = []
         for p in PROPERTIES:
             mark = "X" if p in found[name] else "."
-            differs = (p in found[name]) != (p in paper) and not extra
+            differs = paper is not None and (p in found[name]) != (p in paper)
             cells.append(f"{mark + ('!' if differs else ''):>4}")
         lines.append(f"{name:<12} " + " ".join(cells))
     lines.append("")

@@ -102,6 +102,15 @@ COMBINATIONS: tuple[Combination, ...] = tuple(
     for m in (Matching.FR, Matching.FRC, Matching.MR, Matching.MRC)
 )
 
+#: The combinations of the extended language (issue 24): disposal NONE with every matching
+#: option (ALL only with NONE). The paper's table has none of them.
+NONE_COMBINATIONS: tuple[Combination, ...] = tuple(
+    Combination(m, Disposal.NONE) for m in (Matching.FR, Matching.FRC, Matching.MR, Matching.MRC, Matching.ALL)
+)
+
+#: Every valid combination: the paper's 16, then the 5 of disposal NONE.
+EVERY_COMBINATION: tuple[Combination, ...] = COMBINATIONS + NONE_COMBINATIONS
+
 _ND, _EV, _CV, _CA = P.NO_DUPLICATION, P.EVENT_VALIDITY, P.CONJUNCTION_VALIDITY, P.COVERING_AGREEMENT
 _TT, _FIFO, _CAUSAL = P.TYPE_TOTAL_ORDER, P.TYPE_FIFO_ORDER, P.TYPE_CAUSAL_ORDER
 
@@ -140,4 +149,14 @@ def paper_kept(matching: Matching, disposal: Disposal) -> tuple[Property, ...]:
     return tuple(p for p in PROPERTIES if p not in lost)
 
 
-__all__ = ["COMBINATIONS", "PAPER_VIOLATIONS", "PROPERTIES", "Combination", "Property", "paper_kept", "paper_lost"]
+__all__ = [
+    "COMBINATIONS",
+    "EVERY_COMBINATION",
+    "NONE_COMBINATIONS",
+    "PAPER_VIOLATIONS",
+    "PROPERTIES",
+    "Combination",
+    "Property",
+    "paper_kept",
+    "paper_lost",
+]

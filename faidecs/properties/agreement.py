@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from faidecs.properties.view import RunView, Stream, Violation, slot_positions
+from faidecs.properties.view import RunView, Stream, Violation
 
 
 def _owed(x: Stream, y: Stream, view: RunView) -> dict[tuple[str, ...], int] | None:
@@ -69,10 +69,9 @@ def covering_agreement(view: RunView) -> list[Violation]:
                 continue  # Φ' would share a predicate with Φ: not a type-disjoint extension
             if wide.conjunction.project(types).text != narrow.conjunction.text:
                 continue
-            positions = slot_positions(wide.conjunction, types)
             delivered = {ids for _, ids in narrow.deliveries}
             for time, ids in wide.deliveries:
-                part = tuple(ids[k] for k in positions)
+                part = view.project(wide, ids, types)
                 if part not in delivered:
                     return [
                         Violation(

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from faidecs.grammar.model import Conjunction, Slot
+from faidecs.grammar.model import Conjunction, Disposal, Slot
 from faidecs.matching.evaluate import PredicateFn, compile_predicate
 from faidecs.matching.events import Event
+from faidecs.properties.extended import Timeline, assignments, dominated, free_slots, members
 from faidecs.properties.view import RunView, Stream, Violation, binary_free_slots
 
 
@@ -77,7 +78,9 @@ def _unary_checks(conj: Conjunction) -> dict[Slot, tuple[int, list[PredicateFn]]
     return {s: (positions[s], [compile_predicate(p, positions) for p in conj.unary(s)]) for s in conj.signature}
 
 
-def _unary_ok(conj: Conjunction, slot: Slot, event: Event) -> bool:
+def _unary_ok(conj: Conjunction, slot: Slot, event: Event, timeline: Timeline | None = None) -> bool:
+    if timeline is not None:  # a group's member conditions, evaluated as the extended matcher does
+        return timeline.unary_ok(conj.signature.index(slot), event)
     position, checks = _unary_checks(conj)[slot]
     binding: list[Event | None] = [None] * len(conj.signature)
     binding[position] = event
@@ -88,6 +91,51 @@ def _newest_first(stream: Stream) -> bool:
     return stream.subscription.matching.most_recent
 
 
+#: the most assignments an extended conjunction's judgement tries on one question (groups make
+#: them many); beyond it the question is left unanswered, which never reports a violation
+SEARCH_LIMIT = 200_000
+
+
+def _extended_witness(
+    view: RunView, stream: Stream, candidates: list[list[Event]], new_only: bool
+) -> tuple[list[Event], int] | None:
+    """An assignment of ``candidates`` that MATCH would find valid at some arrival of the run
+    (new there under disposal NONE), with that arrival; groups, negations and the window judged as
+    :mod:`faidecs.properties.extended` says."""
+    order = {e: p.time for e, p in view.published.items()}
+    timeline = view.timeline(stream)
+    for tried, bound in enumerate(assignments(stream.conjunction, candidates, order, _newest_first(stream))):
+        if tried >= SEARCH_LIMIT:
+            return None
+        at = timeline.valid_from(bound, new_only)
+        if at is not None:
+            return [e for b in bound for e in members(b)], at
+    return None
+
+
+def _extended_conjunction_validity(view: RunView, stream: Stream, last: int) -> Violation | None:
+    """Conjunction Validity for an extended stream: among the events published after ``last``,
+    a relation valid at some arrival (and new there under NONE: it then holds the arriving event,
+    or its absence's deadline passed there), so MATCH found something to deliver."""
+    conj = stream.conjunction
+    timeline = view.timeline(stream)
+    later = [e for e in view.seen(stream) if view.published[e.id].time > last and timeline.admitted(e)]
+    candidates = [
+        [e for e in later if e.type == s.type_name and timeline.unary_ok(k, e)] for k, s in enumerate(conj.signature)
+    ]
+    found = _extended_witness(view, stream, candidates, stream.subscription.disposal is Disposal.NONE)
+    if found is None:
+        return None
+    relation, at = found
+    return Violation(
+        f"after its last delivery, {stream.name} received [{', '.join(e.id for e in relation)}], which "
+        f"satisfies {conj.condition_text()} when {timeline.arrivals[at].id} arrived, and delivered nothing more",
+        tuple(e.id for e in relation),
+        (stream.process,),
+        (last,) if stream.deliveries else (),
+    )
+
+
 def conjunction_validity(view: RunView) -> list[Violation]:
     order = {e: p.time for e, p in view.published.items()}
     for stream in view.streams.values():
@@ -96,6 +144,11 @@ def conjunction_validity(view: RunView) -> list[Violation]:
             continue  # it received nothing after leaving
         last = stream.deliveries[-1][0] if stream.deliveries else 0
         last = max(last, view.joined_at(stream.process))  # a joiner answers for what came after it
+        if stream.subscription.extended:
+            violation = _extended_conjunction_validity(view, stream, last)
+            if violation is not None:
+                return [violation]
+            continue
         later = [view.events[p.id] for p in view.log.published if p.time > last]
         later = [e for e in later if stream.sees(e)]
         candidates = [[e for e in later if e.type == s.type_name and _unary_ok(conj, s, e)] for s in conj.signature]
@@ -131,13 +184,14 @@ class Overtaken:
 
 def _event_validity_cases(view: RunView) -> Iterator[Violation | Overtaken]:
     """Every undelivered event with partners that the stream lost: a :class:`Violation` when it
-    was disposed, an :class:`Overtaken` when it is still queued but a younger event took its
-    place; one case per event (its first position with partners)."""
+    was disposed (or, under disposal NONE, when another event takes its place for ever), an
+    :class:`Overtaken` when it is still queued but a younger event took its place; one case per
+    event (its first position with partners)."""
     order = {e: p.time for e, p in view.published.items()}
-    in_order = [view.events[p.id] for p in view.log.published]
     for stream in view.streams.values():
         conj = stream.conjunction
-        free = binary_free_slots(conj)
+        extended = stream.subscription.extended
+        free = free_slots(conj) if extended else binary_free_slots(conj)
         if not free or stream.process in view.log.joined or stream.process in view.log.left:
             continue  # a joiner never saw the events before it joined; a leaver those after
         delivered = stream.first_times()
@@ -145,16 +199,24 @@ def _event_validity_cases(view: RunView) -> Iterator[Violation | Overtaken]:
         queued: set[str] | None = None
         if final is not None and stream.index < len(final):
             queued = _held(final[stream.index])
-        seen = [e for e in in_order if stream.sees(e)]  # the log lists publications in time order
+        seen = view.seen(stream)  # the log lists publications in time order
+        timeline = view.timeline(stream) if extended else None
         for k, e in enumerate(seen):
             if e.id in delivered:
                 continue
+            if timeline is not None and not timeline.admitted(e):
+                continue  # late, or filtered out: never queued
             later = seen[k + 1 :]
             for slot in free:
-                if slot.type_name != e.type or not _unary_ok(conj, slot, e):
+                if slot.type_name != e.type or not _unary_ok(conj, slot, e, timeline):
                     continue
                 candidates = [[e] if s == slot else [x for x in later if x.type == s.type_name] for s in conj.signature]
-                witness = find_assignment(conj, candidates, order, _newest_first(stream))
+                if timeline is None:
+                    witness = find_assignment(conj, candidates, order, _newest_first(stream))
+                else:
+                    candidates = [[x for x in c if timeline.admitted(x)] for c in candidates]
+                    found = _extended_witness(view, stream, candidates, False)
+                    witness = None if found is None else found[0]
                 if witness is None:
                     continue
                 partners = sorted((w.id for w in witness if w.id != e.id), key=order.__getitem__)
@@ -163,19 +225,36 @@ def _event_validity_cases(view: RunView) -> Iterator[Violation | Overtaken]:
                     f"{e.id} satisfies {slot}'s unary predicates of {conj.condition_text()} and partners "
                     f"[{shown}] followed, but {stream.process} never delivered it"
                 )
+                purged = (
+                    timeline is not None
+                    and timeline.window is not None
+                    and timeline.time_of(e) < timeline.final_watermark() - timeline.window.duration
+                )
                 if queued is not None and e.id not in queued:
-                    yield Violation(f"{head}: it was disposed", (e.id, *partners), (stream.process,))
-                else:
-                    took = _overtaken(view, stream, e, view.published[e.id].time, free)
-                    if took is not None:
-                        yield Overtaken(
-                            stream.process,
-                            stream.index,
-                            e.id,
-                            slot,
-                            tuple(partners),
-                            f"{head} yet: {took}, and {e.id} is still queued (unproven: a later relation may take it)",
-                        )
+                    if not purged:  # a purged event may have been queued until its window closed
+                        yield Violation(f"{head}: it was disposed", (e.id, *partners), (stream.process,))
+                    break
+                blocker = None if timeline is None else dominated(timeline, slot, e, seen)
+                if blocker is not None:
+                    what = "younger" if stream.subscription.matching.most_recent else "older"
+                    yield Violation(
+                        f"{head}: under disposal NONE nothing leaves the queues, and {blocker.id} ({what}, "
+                        f"eligible for {slot} too) comes first in every relation that could take {e.id}: "
+                        f"{e.id} is never delivered",
+                        (e.id, *partners, blocker.id),
+                        (stream.process,),
+                    )
+                    break
+                took = _overtaken(view, stream, e, view.published[e.id].time, free)
+                if took is not None:
+                    yield Overtaken(
+                        stream.process,
+                        stream.index,
+                        e.id,
+                        slot,
+                        tuple(partners),
+                        f"{head} yet: {took}, and {e.id} is still queued (unproven: a later relation may take it)",
+                    )
                 break
 
 
@@ -214,14 +293,17 @@ def _overtaken(view: RunView, stream: Stream, e: Event, published: int, free: li
     for time, ids in stream.deliveries:
         if time < published:
             continue
-        for k, slot in enumerate(conj.signature):
+        slots = view.slots(stream, ids)
+        if slots is None:
+            continue  # a relation that does not fit the signature: Admission's business
+        for k, slot in enumerate(slots):
             other = view.published.get(ids[k])
             if (
                 slot in free
                 and slot.type_name == e.type
                 and other is not None
                 and other.time > published
-                and _unary_ok(conj, slot, e)
+                and _unary_ok(conj, slot, e, view.timeline(stream) if stream.subscription.extended else None)
             ):
                 return f"{ids[k]}, published after it, took {slot} in the relation delivered at time {time}"
     return None

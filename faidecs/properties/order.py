@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 
-from faidecs.properties.view import RunView, Stream, Violation, common_parts, slot_positions
+from faidecs.properties.view import RunView, Stream, Violation, common_parts
 
 
 def _inversion(
@@ -56,11 +56,10 @@ def type_total_order(view: RunView) -> list[Violation]:
     return []
 
 
-def _projected_times(stream: Stream, types: frozenset[str]) -> dict[tuple[str, ...], int]:
-    positions = slot_positions(stream.conjunction, types)
+def _projected_times(view: RunView, stream: Stream, types: frozenset[str]) -> dict[tuple[str, ...], int]:
     out: dict[tuple[str, ...], int] = {}
     for time, ids in stream.deliveries:
-        out.setdefault(tuple(ids[k] for k in positions), time)
+        out.setdefault(view.project(stream, ids, types), time)
     return out
 
 
@@ -71,7 +70,7 @@ def conjunction_total_order(view: RunView) -> list[Violation]:
         if a.options != b.options:
             continue
         for types in common_parts(a.conjunction, b.conjunction):
-            ta, tb = _projected_times(a, types), _projected_times(b, types)
+            ta, tb = _projected_times(view, a, types), _projected_times(view, b, types)
             pair = _inversion([(rel, ta[rel], tb[rel]) for rel in ta.keys() & tb.keys()])
             if pair is not None:
                 r1, r2 = pair

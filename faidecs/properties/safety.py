@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from faidecs.properties.view import RunView, Violation, evaluator, partition_value
+from faidecs.properties.extended import bind
+from faidecs.properties.view import RunView, Stream, Violation, evaluator, partition_value
 
 
 def no_duplication(view: RunView) -> list[Violation]:
@@ -25,23 +26,31 @@ def no_duplication(view: RunView) -> list[Violation]:
 
 
 def no_duplication_prime(view: RunView) -> list[Violation]:
-    """An event never appears twice in the same position of a conjunction's relations."""
+    """An event never appears twice in the same position of a conjunction's relations. A group's
+    position is its one slot (``T+``): its members' indices ``T[0]``, ``T[1]``, ... in a delivery
+    say where in the run they stand, not which position of the conjunction they fill."""
     for stream in view.streams.values():
-        first: dict[tuple[int, str], int] = {}
+        first: dict[tuple[object, str], int] = {}
         for time, ids in stream.deliveries:
+            slots = view.slots(stream, ids)
             for k, event_id in enumerate(ids):
-                if (k, event_id) in first:
-                    slot = stream.conjunction.signature[k] if k < len(stream.conjunction.signature) else k
+                where: object = k if slots is None else slots[k]
+                if (where, event_id) in first:
+                    conj = stream.conjunction
+                    if slots is not None:
+                        slot = conj.slot_text(slots[k])
+                    else:
+                        slot = str(conj.signature[k]) if k < len(conj.signature) else str(k)
                     return [
                         Violation(
                             f"{stream.process} delivered {event_id} twice in position {slot} of conjunction "
                             f"{stream.index}",
                             (event_id,),
                             (stream.process,),
-                            (first[(k, event_id)], time),
+                            (first[(where, event_id)], time),
                         )
                     ]
-                first[(k, event_id)] = time
+                first[(where, event_id)] = time
     return []
 
 
@@ -62,9 +71,16 @@ def no_creation(view: RunView) -> list[Violation]:
 
 
 def admission(view: RunView) -> list[Violation]:
-    """Every delivered relation has the conjunction's types, slot by slot, and satisfies it."""
+    """Every delivered relation has the conjunction's types, slot by slot, and satisfies it; in a
+    subscription of the extended language also its groups' conditions, its negations and its
+    window, judged at the arrival that made the delivery (:mod:`faidecs.properties.extended`)."""
     for stream in view.streams.values():
         conj = stream.conjunction
+        if stream.subscription.extended:
+            found = _extended_admission(view, stream)
+            if found:
+                return found
+            continue
         checks = evaluator(conj)
         for time, ids in stream.deliveries:
             events = [view.events.get(i) for i in ids]
@@ -91,4 +107,38 @@ def admission(view: RunView) -> list[Violation]:
                     (time,),
                 )
             ]
+    return []
+
+
+def _extended_admission(view: RunView, stream: Stream) -> list[Violation]:
+    conj = stream.conjunction
+    timeline = view.timeline(stream)
+    for time, ids in stream.deliveries:
+        events = [view.events.get(i) for i in ids]
+        if any(e is None for e in events):
+            continue  # an unknown id is No Creation's business
+        known = [e for e in events if e is not None]
+        bound = bind(conj, known)
+        at = timeline.trigger(time)
+        if bound is None:
+            shape = ", ".join(conj.slot_text(s) for s in conj.signature)
+            reason = f"does not fit the signature [{shape}] ({len(ids)} events)"
+        elif any(not stream.sees(e) for e in known):
+            values = sorted({repr(partition_value(stream.subscription, e)) for e in known})
+            reason = f"mixes partitions {stream.subscription.partition_by}={', '.join(values)}"
+        elif at is None:
+            reason = "was delivered before any event of its types arrived"
+        else:
+            failed = timeline.failure(bound, at)
+            if failed is None:
+                continue
+            reason = failed
+        return [
+            Violation(
+                f"{stream.process}'s relation for conjunction {stream.index} {reason}",
+                tuple(ids),
+                (stream.process,),
+                (time,),
+            )
+        ]
     return []

@@ -17,6 +17,7 @@ from typing import Any
 from faidecs.grammar.model import Conjunction, EventType, Predicate, Slot, Subscription
 from faidecs.matching.evaluate import compile_predicate
 from faidecs.matching.events import Event, EventValidator
+from faidecs.properties.extended import Timeline, slots_of
 from faidecs.runs.runlog import Published, RunLog, RunLogError
 
 #: the verdict printed for a property with unproven findings and no violation
@@ -102,6 +103,7 @@ class RunView:
             known = log.validated.get(p.id)  # validated by the reader already
             self.events[p.id] = known if known is not None else validator.validate(p.event)
         self.streams: dict[StreamKey, Stream] = {}
+        self._timelines: dict[StreamKey, Timeline] = {}
         for name, sub in self.subscriptions.items():
             for k, conj in enumerate(sub.conjunctions):
                 for value in self._values(sub, conj):
@@ -154,6 +156,38 @@ class RunView:
 
     def order(self, event_id: str) -> int:
         return self.published[event_id].time
+
+    def seen(self, stream: Stream) -> list[Event]:
+        """The published events ``stream`` sees (its partition's), in publication order."""
+        return [self.events[p.id] for p in self.log.published if stream.sees(self.events[p.id])]
+
+    def timeline(self, stream: Stream) -> Timeline:
+        """What an extended stream's state saw (:mod:`faidecs.properties.extended`)."""
+        found = self._timelines.get(stream.key)
+        if found is None:
+            times = {e: p.time for e, p in self.published.items()}
+            found = self._timelines[stream.key] = Timeline(
+                stream.subscription, stream.conjunction, self.seen(stream), times
+            )
+        return found
+
+    def slots(self, stream: Stream, ids: tuple[str, ...]) -> list[Slot] | None:
+        """The signature slot of each event of a delivered relation: position by position, and
+        a group's members (``T[0]``, ``T[1]``, ...) all at the group's one slot; None when the
+        relation does not fit the signature (Admission's business) or names unknown events."""
+        conj = stream.conjunction
+        if not conj.groups:
+            return list(conj.signature) if len(ids) == len(conj.signature) else None
+        if any(i not in self.events for i in ids):
+            return None
+        return slots_of(conj, [self.events[i] for i in ids])
+
+    def project(self, stream: Stream, ids: tuple[str, ...], types: frozenset[str]) -> tuple[str, ...]:
+        """The part of a delivered relation on the slots of ``types``."""
+        slots = self.slots(stream, ids)
+        if slots is None:
+            return tuple(ids[k] for k in slot_positions(stream.conjunction, types) if k < len(ids))
+        return tuple(i for i, s in zip(ids, slots) if s.type_name in types)
 
 
 # --- conjunction structure ---------------------------------------------------------------------

@@ -51,6 +51,12 @@ TYPES = (
         ),
         ("subscription S: count(Quote)", "is a value, not a predicate", "count(Quote)"),
         ("subscription S (matching XY): Quote", "unknown matching option 'XY'", "XY"),
+        (
+            "subscription S (disposal NONE, covering staged): Quote and Earnings",
+            "covering staged does not combine",
+            "covering staged",
+        ),
+        ("subscription S (covering staged): Quote+ and Earnings", "covering staged does not combine with groups", None),
     ],
 )
 def test_diagnostics_say_where_and_what(subscription: str, message: str, caret: str | None) -> None:
