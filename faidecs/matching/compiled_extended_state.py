@@ -1,0 +1,182 @@
+"""An extended conjunction whose MATCH runs as a compiled kernel.
+
+It is the extended reference state (:class:`~faidecs.matching.extended_state.ExtendedConjunctionState`)
+with one step replaced: the search. Everything else (ENQUEUE and the negations' logs, the
+watermark and late events, purging, bounds, disposal, the delivered shape, snapshots) is the
+reference state's own code on the same Python queues, so relations, their order, queues and
+snapshots are the reference's by construction, and a snapshot of either restores into the other.
+The kernel (:mod:`faidecs.matching.extended_kernel_source`) reads the queues and logs as encoded
+rows, mirrored incrementally before each search (appended events are encoded once; removed ones
+are dropped from the mirror).
+
+Until its kernel is loaded (background compilation) the state searches with the reference
+matcher; it switches at the next search after the kernel arrives. Being one object throughout,
+the switch carries the whole state over: queues, logs, watermark, counters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from faidecs.grammar.model import Conjunction, Disposal, EventType, Matching, Window
+from faidecs.matching.bounds import UNBOUNDED, Bounds
+from faidecs.matching.columns import StringTable, TypeCodec
+from faidecs.matching.conjunction_state import Validate
+from faidecs.matching.events import Event
+from faidecs.matching.extended_kernel_source import (
+    ALL,
+    CODES,
+    DURATION,
+    FIXED,
+    MATCHING,
+    META_SIZE,
+    MF_SIZE,
+    SPAN,
+    SpanMode,
+)
+from faidecs.matching.extended_state import ExtendedConjunctionState
+from faidecs.matching.found import Found, Matches
+from faidecs.matching.kernel_broker import KernelHandle
+from faidecs.matching.kernel_cache import CompiledKernel
+from faidecs.matching.kernel_layout import ARRIVAL, VALUES
+from faidecs.matching.kernel_source import KernelSource, constant_array
+
+
+class _Mirror:
+    """The encoded rows of one Python queue (or log): ``[arrival, 0, values...]`` per event."""
+
+    __slots__ = ("arrivals", "codec", "rows")
+
+    def __init__(self, codec: TypeCodec):
+        self.codec = codec
+        self.rows = np.zeros((16, VALUES + codec.width), dtype=np.int64)
+        self.arrivals: list[int] = []
+
+    def sync(self, arrivals: list[int], events: Sequence[Event]) -> np.ndarray:
+        """The rows of ``events`` (arrival numbers ``arrivals``). Since the last sync, the queue
+        can only have lost events and gained newer ones at its end."""
+        old = self.arrivals
+        if arrivals != old:
+            last = old[-1] if old else -1
+            kept = len(arrivals)
+            while kept and arrivals[kept - 1] > last:
+                kept -= 1
+            if arrivals[:kept] != old:
+                where = np.searchsorted(np.asarray(old, dtype=np.int64), np.asarray(arrivals[:kept], dtype=np.int64))
+                self.rows[:kept] = self.rows[where]
+            if len(arrivals) > self.rows.shape[0]:
+                grown = np.zeros((2 * len(arrivals), self.rows.shape[1]), dtype=np.int64)
+                grown[:kept] = self.rows[:kept]
+                self.rows = grown
+            encode = self.codec.encode_event
+            for j in range(kept, len(arrivals)):
+                self.rows[j, ARRIVAL] = arrivals[j]
+                self.rows[j, VALUES:] = encode(events[j].values)[0]
+            self.arrivals = list(arrivals)
+        return self.rows[: len(arrivals)]
+
+
+class CompiledExtendedState(ExtendedConjunctionState):
+    """An extended conjunction searched by its kernel once ``kernel`` is set (see the module)."""
+
+    def __init__(
+        self,
+        conjunction: Conjunction,
+        matching: Matching,
+        disposal: Disposal,
+        window: Window | None,
+        source: KernelSource,
+        span: SpanMode,
+        strings: StringTable,
+        types: dict[str, EventType],
+        bounds: Bounds = UNBOUNDED,
+        owner: tuple[str, int] = ("", 0),
+    ):
+        super().__init__(conjunction, matching, disposal, window, bounds, owner)
+        self.kernel: CompiledKernel | None = None
+        self.handle: KernelHandle | None = None
+        self.sc = constant_array(source.constants, strings.code)
+        self._queue_mirrors = [_Mirror(TypeCodec(types[t], strings)) for t in conjunction.types]
+        self._log_mirrors = [_Mirror(TypeCodec(types[n.type_name], strings)) for n in conjunction.negations]
+        self.meta = np.zeros(META_SIZE, dtype=np.int64)
+        self.mf = np.zeros(MF_SIZE, dtype=np.float64)
+        self.meta[MATCHING] = CODES[matching.value]
+        self.meta[ALL] = 1 if matching is Matching.ALL else 0
+        self.meta[SPAN], self.mf[DURATION] = span.duration(window)
+        self.out = np.zeros((16, len(conjunction.signature)), dtype=np.int64)
+        signature = conjunction.signature
+        # The slot the arriving event of each type takes when only relations with it can match:
+        # the last of its type under FR, FRC and ALL, the first under MR and MRC.
+        newest: dict[str, int] = {}
+        for k, slot in enumerate(signature):
+            if matching.most_recent:
+                newest.setdefault(slot.type_name, k)
+            else:
+                newest[slot.type_name] = k
+        self._newest = newest
+        self._arriving = ""
+        # True when the queues may hold a match without the arriving event: after a match was
+        # disposed of, at the start, after a restore and when the kernel takes over.
+        self.dirty = True
+
+    # --- the kernel --------------------------------------------------------------------------
+
+    def poll(self) -> bool:
+        """Take the kernel if its handle holds it; True once the kernel runs (or never will)."""
+        handle = self.handle
+        if handle is not None and handle.done.is_set():
+            self.kernel, self.handle = handle.kernel, None
+            self.dirty = True
+        return self.handle is None
+
+    @property
+    def compiled(self) -> bool:
+        return self.kernel is not None
+
+    def offer(self, event: Event, arrival: int, clock: int | None = None) -> Matches | None:
+        self._arriving = event.type
+        return super().offer(event, arrival, clock)
+
+    def _match(self, new: int | None, before: float) -> list[Found]:
+        if self.handle is not None:
+            self.poll()
+        kernel = self.kernel
+        if kernel is None or self.matcher.absences:
+            return super()._match(new, before)
+        if self.disposal is Disposal.NONE or not self.dirty:
+            # Only relations with the arriving event can be new (NONE) or valid (no match before).
+            if new is None:
+                return []
+            self.meta[FIXED] = self._newest[self._arriving]
+        else:
+            self.meta[FIXED] = -1
+        queues = [
+            mirror.sync(self.arrivals[t], self.queues[t])
+            for mirror, t in zip(self._queue_mirrors, self.conjunction.types)
+        ]
+        logs = [
+            mirror.sync([x.arrival for x in log], [x.event for x in log])
+            for mirror, log in zip(self._log_mirrors, self.logs)
+        ]
+        while True:
+            count = kernel.run(self.meta, self.sc, self.mf, *queues, *logs, self.out)
+            if count >= 0:
+                break
+            self.out = np.zeros((2 * self.out.shape[0], self.out.shape[1]), dtype=np.int64)
+        found = [self._found(row) for row in self.out[:count].tolist()]
+        if found and self.disposal is not Disposal.NONE:
+            self._dispose(self.out[0].tolist())
+        self.dirty = bool(found)
+        self.deliveries += len(found)
+        return found
+
+    # --- state -------------------------------------------------------------------------------
+
+    def restore(self, saved: Any, validate: Validate, published: int) -> None:
+        super().restore(saved, validate, published)
+        for mirror in (*self._queue_mirrors, *self._log_mirrors):
+            mirror.arrivals = []  # the restored queues are other events: encode them afresh
+        self.dirty = True
