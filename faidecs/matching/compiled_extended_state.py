@@ -28,13 +28,18 @@ from faidecs.matching.conjunction_state import Validate
 from faidecs.matching.events import Event
 from faidecs.matching.extended_kernel_source import (
     ALL,
+    BEFORE,
     CODES,
     DURATION,
     FIXED,
+    FRESH,
     MATCHING,
     META_SIZE,
     MF_SIZE,
+    NEW,
     SPAN,
+    UNDECIDED,
+    WATERMARK,
     SpanMode,
 )
 from faidecs.matching.extended_state import ExtendedConjunctionState
@@ -105,6 +110,7 @@ class CompiledExtendedState(ExtendedConjunctionState):
         self.mf = np.zeros(MF_SIZE, dtype=np.float64)
         self.meta[MATCHING] = CODES[matching.value]
         self.meta[ALL] = 1 if matching is Matching.ALL else 0
+        self.meta[FRESH] = 1 if disposal is Disposal.NONE else 0
         self.meta[SPAN], self.mf[DURATION] = span.duration(window)
         self.out = np.zeros((16, len(conjunction.signature)), dtype=np.int64)
         signature = conjunction.signature
@@ -144,9 +150,15 @@ class CompiledExtendedState(ExtendedConjunctionState):
         if self.handle is not None:
             self.poll()
         kernel = self.kernel
-        if kernel is None or self.matcher.absences:
+        if kernel is None:
             return super()._match(new, before)
-        if self.disposal is Disposal.NONE or not self.dirty:
+        meta = self.meta
+        meta[NEW] = -1 if new is None else new
+        self.mf[WATERMARK], self.mf[BEFORE] = self.watermark, before
+        if self.matcher.absences:
+            # Absences become valid as time passes, without an arrival: search everything.
+            meta[FIXED] = -1
+        elif self.disposal is Disposal.NONE or not self.dirty:
             # Only relations with the arriving event can be new (NONE) or valid (no match before).
             if new is None:
                 return []
@@ -165,6 +177,8 @@ class CompiledExtendedState(ExtendedConjunctionState):
             count = kernel.run(self.meta, self.sc, self.mf, *queues, *logs, self.out)
             if count >= 0:
                 break
+            if count == UNDECIDED:
+                return super()._match(new, before)
             self.out = np.zeros((2 * self.out.shape[0], self.out.shape[1]), dtype=np.int64)
         found = [self._found(row) for row in self.out[:count].tolist()]
         if found and self.disposal is not Disposal.NONE:

@@ -1,30 +1,38 @@
-"""Generate the compiled search of an extended conjunction: windows, ALL/NONE, negations between.
+"""Generate the compiled search of an extended conjunction: windows, ALL/NONE, negations, absences.
 
 The kernel is the extended reference matcher's search (:mod:`faidecs.matching.extended_matcher`)
 as nested loops: slots in signature order, each trying its candidates in the matching option's
 order, predicates checked at the slot that binds the last of their instances, the window's span
 (``max(ATTR) - min(ATTR) <= D``, with Python's ``min``/``max`` and comparisons) checked at every
-slot, and each ``no N(...) between X and Y`` checked at the slot that binds the last of its
-anchors and instances, as a loop over the negation's log (an array of the logged events).
+slot, and each negation checked at the slot that binds the last of its anchors and instances, as
+a loop over the negation's log (an array of the logged events): ``no N(...) between X and Y``
+over the events strictly between the two, ``no N(...) after X`` (an absence) once the watermark
+passed X's deadline ``X.ATTR + D``, over the events after X up to the deadline. Deadlines follow
+Python's arithmetic: an int when times and duration are ints (an overflow of 64 bits returns
+``UNDECIDED`` and the state searches with the reference matcher instead), else a float.
 
 Unlike the plain kernels (:mod:`faidecs.matching.kernel_source`) it does no bookkeeping: the
 Python state around it (:mod:`faidecs.matching.compiled_extended_state`) keeps the queues, the
 logs, the watermark, late events, purging and disposal exactly as the reference state does, and
 hands the kernel its queues and logs as encoded rows. The kernel returns the queue positions of
-the first valid relation in search order, or under ALL of every one, in FR order. ``fixed``
-binds one slot to the newest event of its queue (only relations with the arriving event can be
-new, see ``kernel_source``): under NONE always, otherwise when the queues held no match before.
+the first valid relation in search order, or under ALL of every one, in FR order; under NONE
+only relations new at this arrival count (with the arriving event ``new``, or an absence whose
+deadline is at least the watermark before the arrival). ``fixed`` binds one slot to the newest
+event of its queue (only relations with the arriving event can be new, see ``kernel_source``):
+under NONE, or when the queues held no match before, and never with absences (they become
+valid as time passes).
 
 What it does not compile (the conjunction stays on the extended reference matcher): groups
-(``T+``, with ``prev`` and aggregates), absences (``no N after X``), ordering comparisons of
-strings, and a window whose attribute is an int in some types and a float in others.
+(``T+``, with ``prev`` and aggregates), ordering comparisons of strings, a negated type that is
+also queued, and a window whose attribute is an int in some types and a float in others.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from faidecs.grammar.model import (
@@ -35,7 +43,6 @@ from faidecs.grammar.model import (
     EventType,
     Kind,
     Negate,
-    NegationKind,
     Predicate,
     Slot,
     Value,
@@ -55,50 +62,52 @@ from faidecs.matching.kernel_source import (
 )
 
 #: meta[...] of an extended kernel call (int64).
-FIXED, MATCHING, ALL, SPAN = 0, 1, 2, 3
-META_SIZE = 4
-#: mf[...] (float64): the window's duration as a float.
-DURATION = 0
-MF_SIZE = 1
+FIXED, MATCHING, ALL, SPAN, FRESH, NEW = 0, 1, 2, 3, 4, 5
+META_SIZE = 6
+#: mf[...] (float64): the window's duration as a float, the watermark now and before the arrival.
+DURATION, WATERMARK, BEFORE = 0, 1, 2
+MF_SIZE = 3
+#: What a kernel returns besides a count: ``out`` is full (grow it and search again), and an
+#: int64 overflow that only the reference matcher can decide exactly (search with it instead).
+OUT_FULL, UNDECIDED = -1, -2
 #: Matching codes: ALL searches in FR order (and collects every relation).
 CODES = {"FR": 0, "MR": 1, "FRC": 2, "MRC": 3, "ALL": 0}
 
-# How the span condition reads: the kinds of the times and of the duration.
-_SPAN_NONE, _SPAN_INT, _SPAN_FLOAT, _SPAN_FLOAT_INT = "none", "int", "float", "float-int"
 _INT_DURATION_MAX = 2**62
 
 
 @dataclass(frozen=True)
 class SpanMode:
-    mode: str
-    positions: tuple[int, ...]  # the window attribute's position per type of the conjunction
+    """How a kernel reads event time: ``times`` is "int", "float" or "" (no window);
+    ``int_duration`` whether the window's duration is an int; ``positions`` the window
+    attribute's position per queued type, ``log_positions`` per negation's type."""
+
+    times: str
+    int_duration: bool
+    positions: tuple[int, ...]
+    log_positions: tuple[int, ...]
 
     def duration(self, window: Window | None) -> tuple[int, float]:
-        """``(meta[SPAN], mf[DURATION])`` for this window: the duration as the mode reads it."""
-        if window is None or self.mode == _SPAN_NONE:
+        """``(meta[SPAN], mf[DURATION])``: the duration as an int (for int times, its floor:
+        ``max - min`` is an integer, so ``> D`` holds exactly when ``> floor(D)`` does) and as a float."""
+        if window is None:
             return 0, 0.0
-        d = window.duration
-        if self.mode == _SPAN_INT:
-            # max - min is an integer: ``> D`` holds exactly when it is ``> floor(D)``.
-            return int(math.floor(d)), 0.0
-        if self.mode == _SPAN_FLOAT_INT:
-            return int(d), 0.0
-        return 0, float(d)
+        return int(math.floor(window.duration)), float(window.duration)
 
 
 def span_mode(conjunction: Conjunction, types: Mapping[str, EventType], window: Window | None) -> SpanMode:
     if window is None:
-        return SpanMode(_SPAN_NONE, ())
+        return SpanMode("", False, (), ())
     positions = tuple(types[t].position(window.attribute) for t in conjunction.types)
-    kinds = {types[t].attributes[p].kind for t, p in zip(conjunction.types, positions)}
+    logs = tuple(types[n.type_name].position(window.attribute) for n in conjunction.negations)
+    names = [*conjunction.types, *(n.type_name for n in conjunction.negations)]
+    kinds = {types[t].attributes[p].kind for t, p in zip(names, positions + logs)}
     d = window.duration
     if not (isinstance(d, (int, float)) and math.isfinite(d) and 0 <= d <= _INT_DURATION_MAX):
         raise NotCompilable(f"a window of {d!r}")
-    if kinds == {Kind.INT}:
-        return SpanMode(_SPAN_INT, positions)
-    if kinds == {Kind.FLOAT}:
-        return SpanMode(_SPAN_FLOAT if isinstance(d, float) else _SPAN_FLOAT_INT, positions)
-    raise NotCompilable(f"a window on {window.attribute}, an int in some types and a float in others")
+    if len(kinds) != 1:
+        raise NotCompilable(f"a window on {window.attribute}, an int in some types and a float in others")
+    return SpanMode("int" if kinds == {Kind.INT} else "float", isinstance(d, int), positions, logs)
 
 
 def signature(m: int, logs: int) -> str:
@@ -118,14 +127,12 @@ def generate_extended(
     raises :class:`NotCompilable`."""
     if conjunction.groups:
         raise NotCompilable("groups (T+) run on the extended reference matcher")
-    if any(n.kind is NegationKind.AFTER for n in conjunction.negations):
-        raise NotCompilable("absences (no N after X) run on the extended reference matcher")
     if set(conjunction.negated_types) & set(conjunction.types):
         raise NotCompilable("a negated type that is also queued")
     span = span_mode(conjunction, types, window)
     widths = tuple(len(types[t].attributes) for t in conjunction.types)
     log_widths = tuple(len(types[n.type_name].attributes) for n in conjunction.negations)
-    key = (_extended_shape(conjunction), str(widths), str(log_widths), span.mode, str(span.positions))
+    key = (_extended_shape(conjunction), str(widths), str(log_widths), str(span))
     template = _shapes.get(key)
     if template is None:
         if len(_shapes) >= _SHAPES_KEPT:
@@ -226,28 +233,59 @@ class _ExtendedGenerator:
 
     def _time(self, k: int) -> str:
         t = self.slot_type[k]
-        array = "q" if self.span.mode == _SPAN_INT else "f"
+        array = "q" if self.span.times == "int" else "f"
         return f"{array}{t}[p{k}, {2 + self.span.positions[t]}]"
 
     def _span_ok(self, k: int) -> str:
-        if self.span.mode == _SPAN_INT:
+        if self.span.times == "int":
             return f"span_int(lo{k}, hi{k}, dn)"
-        if self.span.mode == _SPAN_FLOAT:
+        if not self.span.int_duration:
             return f"not (hi{k} - lo{k} > df)"
         return f"cmp_int_float(dn, hi{k} - lo{k}) != -1"  # not D < max - min (NaN: holds)
+
+    def _absence(self, j: int, first: int, calls: list[str], emit: Callable[[str], None]) -> str:
+        """Emit the deadline ``dl{j}`` of absence ``j`` and the loop over its log; return the
+        condition under which the relation is valid. Python's arithmetic and comparisons: an int
+        deadline when times and duration are ints (an overflow leaves it to the reference)."""
+        anchor = self._time(first)
+        at = f"q{self.slot_type[first]}[p{first}, 0]"
+        lt = f"{'l' if self.span.times == 'int' else 'lf'}{j}[x{j}, {2 + self.span.log_positions[j]}]"
+        if self.span.times == "int" and self.span.int_duration:
+            emit(f"dl{j}, ok{j} = add_int({anchor}, dn)")
+            emit(f"if not ok{j}:")
+            emit(f"    return {UNDECIDED}")
+            passed = f"cmp_int_float(dl{j}, wm) == -1"
+            inside = f"{lt} <= dl{j}"
+        else:
+            duration = "df" if not self.span.int_duration else "float(dn)"
+            emit(f"dl{j} = float({anchor}) + {duration}")
+            passed = f"wm > dl{j}"
+            inside = f"{lt} <= dl{j}" if self.span.times == "float" else f"cmp_int_float({lt}, dl{j}) in (-1, 0)"
+        emit(f"clear{j} = {passed}")
+        emit(f"if clear{j}:")
+        emit(f"    for x{j} in range(l{j}.shape[0]):")
+        test = " and ".join([f"l{j}[x{j}, 0] > {at}", inside, *calls])
+        emit(f"        if {test}:")
+        emit(f"            clear{j} = False")
+        emit("            break")
+        return f"clear{j}"
 
     def build(self) -> KernelSource:
         checks: dict[int, list[str]] = {}
         for pred in _ordered(self.conj):
             last = max(self.slot_index[s] for s in pred.slots)
             checks.setdefault(last, []).append(self._call(pred))
-        negations: dict[int, list[tuple[int, str, str, list[str]]]] = {}
+        negations: dict[int, list[tuple[int, int, int | None, list[str]]]] = {}
+        absences = []
         for j, (neg, preds) in enumerate(zip(self.conj.negations, _negation_predicates(self.conj))):
-            first, second = self.slot_index[neg.first], self.slot_index[neg.second]  # type: ignore[index]
-            at = max([first, second] + [self.slot_index[s] for p in preds for s in p.slots - {neg.slot}])
+            first = self.slot_index[neg.first]
+            second = None if neg.second is None else self.slot_index[neg.second]
+            anchors = [first] + ([] if second is None else [second])
+            at = max(anchors + [self.slot_index[s] for p in preds for s in p.slots - {neg.slot}])
             calls = [self._call(p, neg.slot, j) for p in preds]
-            a, b = f"q{self.slot_type[first]}[p{first}, 0]", f"q{self.slot_type[second]}[p{second}, 0]"
-            negations.setdefault(at, []).append((j, a, b, calls))
+            negations.setdefault(at, []).append((j, first, second, calls))
+            if second is None:
+                absences.append(j)
         logs = len(self.conj.negations)
         qargs = ", ".join(f"q{t}" for t in range(self.m))
         largs = "".join(f", l{j}" for j in range(logs))
@@ -267,21 +305,37 @@ class _ExtendedGenerator:
         emit(1, f"collect = meta[{ALL}] != 0")
         emit(1, f"dn = meta[{SPAN}]")
         emit(1, f"df = mf[{DURATION}]")
+        emit(1, f"fresh = meta[{FRESH}] != 0")
+        emit(1, f"new = meta[{NEW}]")
+        emit(1, f"wm = mf[{WATERMARK}]")
+        emit(1, f"before = mf[{BEFORE}]")
         emit(1, "cap = out.shape[0]")
         emit(1, "nout = 0")
         emit(1, "step = -1 if mr else 1")
         for k in range(self.n):
             emit(1, f"p{k} = 0")
+        for j in absences:
+            emit(1, f"dl{j} = {'0' if self.span.times == 'int' and self.span.int_duration else '0.0'}")
 
         def slot(k: int, ind: int) -> None:
             if k == self.n:
+                # Under NONE only relations new at this arrival count: with the arriving event,
+                # or an absence whose deadline the watermark passed just now.
+                fresh = [f"q{self.slot_type[j]}[p{j}, 0] == new" for j in range(self.n)]
+                for j in absences:
+                    if self.span.times == "int" and self.span.int_duration:
+                        fresh.append(f"cmp_int_float(dl{j}, before) in (0, 1)")
+                    else:
+                        fresh.append(f"dl{j} >= before")
+                emit(ind, f"if fresh and not ({' or '.join(fresh)}):")
+                emit(ind, "    continue")
                 for j in range(self.n):
                     emit(ind, f"out[nout, {j}] = p{j}")
                 emit(ind, "nout += 1")
                 emit(ind, "if not collect:")
                 emit(ind, "    return nout")
                 emit(ind, "if nout == cap:")
-                emit(ind, "    return -1")
+                emit(ind, f"    return {OUT_FULL}")
                 return
             t = self.slot_type[k]
             if self.sig[k].index == 0:
@@ -307,7 +361,7 @@ class _ExtendedGenerator:
             ind += 1
             emit(ind, f"p{k} = st{k} + c{k} * step")
             conditions = []
-            if self.span.mode != _SPAN_NONE:
+            if self.span.times:
                 emit(ind, f"tm{k} = {self._time(k)}")
                 if k == 0:
                     emit(ind, f"lo{k} = tm{k}")
@@ -320,8 +374,14 @@ class _ExtendedGenerator:
             if conditions:
                 emit(ind, f"if {' and '.join(conditions)}:")
                 ind += 1
-            for j, a, b, calls in negations.get(k, []):
+            for j, first, second, calls in negations.get(k, []):
+                if second is None:
+                    clear = self._absence(j, first, calls, functools.partial(emit, ind))
+                    emit(ind, f"if {clear}:")
+                    ind += 1
+                    continue
                 # No logged event strictly between the anchors (either order) passes the checks.
+                a, b = f"q{self.slot_type[first]}[p{first}, 0]", f"q{self.slot_type[second]}[p{second}, 0]"
                 emit(ind, f"lowest{j} = min({a}, {b})")
                 emit(ind, f"highest{j} = max({a}, {b})")
                 emit(ind, f"clear{j} = True")
