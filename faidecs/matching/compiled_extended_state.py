@@ -42,6 +42,7 @@ from faidecs.matching.extended_kernel_source import (
     WATERMARK,
     SpanMode,
 )
+from faidecs.matching.extended_matcher import Choice
 from faidecs.matching.extended_state import ExtendedConjunctionState
 from faidecs.matching.found import Found, Matches
 from faidecs.matching.kernel_broker import KernelHandle
@@ -112,7 +113,8 @@ class CompiledExtendedState(ExtendedConjunctionState):
         self.meta[ALL] = 1 if matching is Matching.ALL else 0
         self.meta[FRESH] = 1 if disposal is Disposal.NONE else 0
         self.meta[SPAN], self.mf[DURATION] = span.duration(window)
-        self.out = np.zeros((16, len(conjunction.signature)), dtype=np.int64)
+        self.out = np.zeros((16, 2 * len(conjunction.signature)), dtype=np.int64)  # (start, end) per slot
+        self._groups = [slot.type_name in conjunction.groups for slot in conjunction.signature]
         signature = conjunction.signature
         # The slot the arriving event of each type takes when only relations with it can match:
         # the last of its type under FR, FRC and ALL, the first under MR and MRC.
@@ -125,7 +127,7 @@ class CompiledExtendedState(ExtendedConjunctionState):
         self._newest = newest
         self._arriving = ""
         # True when the queues may hold a match without the arriving event: after a match was
-        # disposed of, at the start, after a restore and when the kernel takes over.
+        # disposed of, after purging, at the start, after a restore and when the kernel takes over.
         self.dirty = True
 
     # --- the kernel --------------------------------------------------------------------------
@@ -180,12 +182,25 @@ class CompiledExtendedState(ExtendedConjunctionState):
             if count == UNDECIDED:
                 return super()._match(new, before)
             self.out = np.zeros((2 * self.out.shape[0], self.out.shape[1]), dtype=np.int64)
-        found = [self._found(row) for row in self.out[:count].tolist()]
+        chosen = [self._choices(row) for row in self.out[:count].tolist()]
+        found = [self._found(c) for c in chosen]
         if found and self.disposal is not Disposal.NONE:
-            self._dispose(self.out[0].tolist())
+            self._dispose(chosen[0])
         self.dirty = bool(found)
         self.deliveries += len(found)
         return found
+
+    def _purge(self) -> None:
+        purged = self.purged
+        super()._purge()
+        if self.purged != purged:
+            # Purging may take an event from between two others, which then are neighbours: a
+            # group's run, or instances under FRC / MRC, that may be valid without any arrival.
+            self.dirty = True
+
+    def _choices(self, row: list[int]) -> list[Choice]:
+        """The kernel's (start, end) per slot as the reference's choices: a position, or a run."""
+        return [(row[2 * k], row[2 * k + 1]) if g else row[2 * k] for k, g in enumerate(self._groups)]
 
     # --- state -------------------------------------------------------------------------------
 

@@ -1,30 +1,40 @@
-"""Generate the compiled search of an extended conjunction: windows, ALL/NONE, negations, absences.
+"""Generate the compiled search of an extended conjunction: the whole extended language.
 
 The kernel is the extended reference matcher's search (:mod:`faidecs.matching.extended_matcher`)
 as nested loops: slots in signature order, each trying its candidates in the matching option's
-order, predicates checked at the slot that binds the last of their instances, the window's span
-(``max(ATTR) - min(ATTR) <= D``, with Python's ``min``/``max`` and comparisons) checked at every
-slot, and each negation checked at the slot that binds the last of its anchors and instances, as
-a loop over the negation's log (an array of the logged events): ``no N(...) between X and Y``
-over the events strictly between the two, ``no N(...) after X`` (an absence) once the watermark
-passed X's deadline ``X.ATTR + D``, over the events after X up to the deadline. Deadlines follow
-Python's arithmetic: an int when times and duration are ints (an overflow of 64 bits returns
-``UNDECIDED`` and the state searches with the reference matcher instead), else a float.
+order, predicates checked where the reference checks them, the window's span (``max(ATTR) -
+min(ATTR) <= D``, with Python's ``min``/``max`` and comparisons) checked at every slot, and each
+negation checked at the slot that binds the last of its anchors and instances, as a loop over the
+negation's log (an array of the logged events): ``no N(...) between X and Y`` over the events
+strictly between the two, ``no N(...) after X`` (an absence) once the watermark passed X's
+deadline ``X.ATTR + D``, over the events after X up to the deadline. Deadlines follow Python's
+arithmetic: an int when times and duration are ints (an overflow of 64 bits returns ``UNDECIDED``
+and the state searches with the reference matcher instead), else a float.
+
+A group slot (``T+``) binds runs of its queue: per queue position the predicates on a member
+alone and on a member and the one before it (``prev``) are evaluated once, which gives each
+start the furthest end its run may reach (each end the earliest start, under MR and MRC), and
+the runs are tried in the reference's order (FR, FRC, ALL: start oldest first, the longest run
+first; MR, MRC: end newest first, the longest first). The run's aggregates (``count``, ``sum``,
+``avg``, ``min``, ``max``, in Python's order of operations; a sum beyond 64 bits fails the
+predicates that read it) are computed once it is bound, and the other predicates on its members
+are checked for every member.
 
 Unlike the plain kernels (:mod:`faidecs.matching.kernel_source`) it does no bookkeeping: the
 Python state around it (:mod:`faidecs.matching.compiled_extended_state`) keeps the queues, the
 logs, the watermark, late events, purging and disposal exactly as the reference state does, and
-hands the kernel its queues and logs as encoded rows. The kernel returns the queue positions of
-the first valid relation in search order, or under ALL of every one, in FR order; under NONE
-only relations new at this arrival count (with the arriving event ``new``, or an absence whose
-deadline is at least the watermark before the arrival). ``fixed`` binds one slot to the newest
-event of its queue (only relations with the arriving event can be new, see ``kernel_source``):
-under NONE, or when the queues held no match before, and never with absences (they become
-valid as time passes).
+hands the kernel its queues and logs as encoded rows. The kernel returns per slot the queue
+positions (start and end: a run, or one position twice) of the first valid relation in search
+order, or under ALL of every one, in FR order; under NONE only relations new at this arrival
+count (with the arriving event ``new``, or an absence whose deadline is at least the watermark
+before the arrival). ``fixed`` binds one slot to the newest event of its queue (only relations
+with the arriving event can be new, see ``kernel_source``): under NONE, or when the queues held
+no match before, and never with absences (they become valid as time passes).
 
-What it does not compile (the conjunction stays on the extended reference matcher): groups
-(``T+``, with ``prev`` and aggregates), ordering comparisons of strings, a negated type that is
-also queued, and a window whose attribute is an int in some types and a float in others.
+What it does not compile (the conjunction stays on the extended reference matcher): a predicate
+over the members of two groups, a negation's predicate over a group's members, ordering
+comparisons of strings, a negated type that is also queued, and a window whose attribute is an
+int in some types and a float in others.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from faidecs.grammar.model import (
+    Aggregate,
     ArithOp,
     AttrOf,
     Conjunction,
@@ -44,21 +55,19 @@ from faidecs.grammar.model import (
     Kind,
     Negate,
     Predicate,
+    PrevOf,
     Slot,
     Value,
     Window,
+    value_parts,
+    value_text,
 )
 from faidecs.matching.kernel_source import (
     _FLOAT_VIEW,
     KERNEL_VERSION,
     KernelSource,
     NotCompilable,
-    _constants_of,
-    _ordered,
-    _predicate_shape,
     _PredicateWriter,
-    _type_indices,
-    shape_text,
 )
 
 #: meta[...] of an extended kernel call (int64).
@@ -125,8 +134,6 @@ def generate_extended(
 ) -> tuple[KernelSource, SpanMode]:
     """The extended kernel's source for ``conjunction`` under ``window``, with its constants;
     raises :class:`NotCompilable`."""
-    if conjunction.groups:
-        raise NotCompilable("groups (T+) run on the extended reference matcher")
     if set(conjunction.negated_types) & set(conjunction.types):
         raise NotCompilable("a negated type that is also queued")
     span = span_mode(conjunction, types, window)
@@ -149,10 +156,41 @@ def generate_extended(
     return replace(template, types=conjunction.types, constants=constants), span
 
 
+def _value_shape(value: Value, types: Mapping[str, int]) -> str:
+    """A value's text with constants replaced by their kinds and attributes by the index of
+    their type (-1: a negated event), instance, position and kind: names are not code."""
+    if isinstance(value, Const):
+        return value_text(value) if value.kind is Kind.BOOL else f"<{value.kind.value}>"
+    if isinstance(value, AttrOf):
+        return f"T{types[value.slot.type_name]}[{value.slot.index}].{value.position}:{value.kind.value}"
+    if isinstance(value, PrevOf):
+        return f"prev(T{types[value.slot.type_name]}).{value.position}:{value.kind.value}"
+    if isinstance(value, Aggregate):
+        return f"{value.function}(T{types[value.slot.type_name]}.{value.position}):{value.kind.value}"
+    if isinstance(value, Negate):
+        return f"-({_value_shape(value.operand, types)})"
+    assert isinstance(value, ArithOp)
+    return f"({_value_shape(value.left, types)} {value.op} {_value_shape(value.right, types)})"
+
+
+def _shape_types(conjunction: Conjunction) -> dict[str, int]:
+    return {**{n.type_name: -1 for n in conjunction.negations}, **{t: i for i, t in enumerate(conjunction.types)}}
+
+
+def _predicate_shape(p: Predicate, types: Mapping[str, int]) -> str:
+    return f"{_value_shape(p.left, types)} {p.op} {_value_shape(p.right, types)}"
+
+
+def _ordered(conjunction: Conjunction) -> list[Predicate]:
+    """The predicates in the order the kernel checks them: by shape (see ``kernel_source``)."""
+    types = _shape_types(conjunction)
+    return sorted(conjunction.predicates, key=lambda p: _predicate_shape(p, types))
+
+
 def _negation_predicates(conjunction: Conjunction) -> list[list[Predicate]]:
     """Per negation, the predicates the search checks (those naming more than the negated
     event: the others filter what the log keeps), in shape order."""
-    types = {**_type_indices(conjunction), **{n.type_name: -1 for n in conjunction.negations}}
+    types = _shape_types(conjunction)
     out = []
     for neg in conjunction.negations:
         checks = [p for p in neg.predicates if p.slots != {neg.slot}]
@@ -160,25 +198,25 @@ def _negation_predicates(conjunction: Conjunction) -> list[list[Predicate]]:
     return out
 
 
-def _negation_shape(conjunction: Conjunction) -> list[str]:
-    types = {**_type_indices(conjunction), **{n.type_name: -1 for n in conjunction.negations}}
-    sig = {s: k for k, s in enumerate(conjunction.signature)}
-    out = []
-    for neg, preds in zip(conjunction.negations, _negation_predicates(conjunction)):
-        # A negated event's attributes read as T-1[0]: its type's name is not part of the shape.
-        texts = " and ".join(_predicate_shape(p, types) for p in preds)
-        out.append(f"no({sig[neg.first]},{sig[neg.second] if neg.second else ''}: {texts})")
-    return out
-
-
 def _extended_shape(conjunction: Conjunction) -> str:
-    return shape_text(conjunction) + " | " + " | ".join(_negation_shape(conjunction))
+    """The conjunction with its constants and names left out: equal shapes share a kernel."""
+    types = _shape_types(conjunction)
+    sig = {s: k for k, s in enumerate(conjunction.signature)}
+    groups = ", ".join(
+        f"T{types[s.type_name]}" + ("+" if s.type_name in conjunction.groups else f"[{s.index}]")
+        for s in conjunction.signature
+    )
+    parts = [f"[{groups}] " + " and ".join(_predicate_shape(p, types) for p in _ordered(conjunction))]
+    for neg, preds in zip(conjunction.negations, _negation_predicates(conjunction)):
+        texts = " and ".join(_predicate_shape(p, types) for p in preds)
+        parts.append(f"no({sig[neg.first]},{'' if neg.second is None else sig[neg.second]}: {texts})")
+    return " | ".join(parts)
 
 
 def _all_constants(conjunction: Conjunction) -> tuple[Const, ...]:
     """The constants in the order the generator numbers them: the conjunction's predicates',
     then each negation's."""
-    out = list(_constants_of(conjunction))
+    out: list[Const] = []
 
     def visit(value: Value) -> None:  # in the order the predicate writer numbers them
         if isinstance(value, Const):
@@ -190,11 +228,38 @@ def _all_constants(conjunction: Conjunction) -> tuple[Const, ...]:
             visit(value.left)
             visit(value.right)
 
+    for p in _ordered(conjunction):
+        visit(p.left)
+        visit(p.right)
     for preds in _negation_predicates(conjunction):
         for p in preds:
             visit(p.left)
             visit(p.right)
     return tuple(out)
+
+
+class _GroupWriter(_PredicateWriter):
+    """The predicate writer, with ``prev(T).a`` and aggregates read as parameters too."""
+
+    def _value(self, value: Value) -> tuple[str, Kind]:
+        if isinstance(value, (PrevOf, Aggregate)):
+            params: list[Value] = self.params  # type: ignore[assignment]
+            if value not in params:
+                params.append(value)
+            return f"v{params.index(value)}", value.kind
+        return super()._value(value)
+
+
+@dataclass(frozen=True)
+class _Check:
+    """A predicate as the search checks it: at slot ``position``; for every member of group
+    ``member`` (its run, from its second member when ``paired``), or once (``member`` -1)."""
+
+    pred: Predicate
+    position: int
+    member: int
+    paired: bool
+    aggregates: tuple[Aggregate, ...]
 
 
 class _ExtendedGenerator:
@@ -211,30 +276,47 @@ class _ExtendedGenerator:
         self.span = span
         self.constants: list[Const] = []
         self.functions: list[str] = []
-        self.writer = _PredicateWriter(self.constants)
+        self.writer = _GroupWriter(self.constants)
+        self.group = [s.type_name in conjunction.groups for s in self.sig]
         self.count = 0
+        # Per group slot, its aggregates: the variable each is computed into when a run is bound.
+        self.aggregates: dict[Aggregate, str] = {}
+        self.attr_kinds = {t: [a.kind for a in types[t].attributes] for t in self.types}
 
-    def _ref(self, attr: AttrOf, negated: Slot | None = None, log: int = -1) -> str:
-        if negated is not None and attr.slot == negated:
-            array = f"lf{log}" if attr.kind is Kind.FLOAT else f"l{log}"
-            return f"{array}[x{log}, {2 + attr.position}]"
-        k = self.slot_index[attr.slot]
-        t = self.slot_type[k]
-        array = f"f{t}" if attr.kind is Kind.FLOAT else f"q{t}"
-        return f"{array}[p{k}, {2 + attr.position}]"
+    # --- values ------------------------------------------------------------------------------
+
+    def _ref(self, value: Value, negated: Slot | None = None, log: int = -1) -> str:
+        """Where the kernel reads a parameter: the negated event's row, an instance's row, the
+        member ``i{k}`` of a group (or the one before it), or an aggregate's variable."""
+        if isinstance(value, Aggregate):
+            return self.aggregates[value]
+        assert isinstance(value, (AttrOf, PrevOf))
+        float_kind = value.kind is Kind.FLOAT
+        if negated is not None and value.slot == negated:
+            return f"{'lf' if float_kind else 'l'}{log}[x{log}, {2 + value.position}]"
+        k = self.slot_index[value.slot]
+        array = f"{'f' if float_kind else 'q'}{self.slot_type[k]}"
+        if isinstance(value, PrevOf):
+            return f"{array}[i{k} - 1, {2 + value.position}]"
+        row = f"i{k}" if self.group[k] else f"p{k}"
+        return f"{array}[{row}, {2 + value.position}]"
 
     def _call(self, pred: Predicate, negated: Slot | None = None, log: int = -1) -> str:
         name = f"_p{self.count}"
         self.count += 1
-        text, template, params = self.writer.function(name, pred)
+        text, template, written = self.writer.function(name, pred)
+        params: list[Value] = [*written]  # with prev() and aggregates too (_GroupWriter)
         if text is not None:
             self.functions.append(text)
-        return template.format(**{f"v{i}": self._ref(a, negated, log) for i, a in enumerate(params)})
+        call = template.format(**{f"v{i}": self._ref(a, negated, log) for i, a in enumerate(params)})
+        # A sum over 64 bits fails its predicates, as the reference's ArithmeticError does.
+        guards = sorted({f"{self.aggregates[a]}ok" for a in params if isinstance(a, Aggregate)})
+        return "(" + " and ".join([*guards, call]) + ")" if guards else call
 
-    def _time(self, k: int) -> str:
+    def _time(self, k: int, row: str | None = None) -> str:
         t = self.slot_type[k]
         array = "q" if self.span.times == "int" else "f"
-        return f"{array}{t}[p{k}, {2 + self.span.positions[t]}]"
+        return f"{array}{t}[{row or f'p{k}'}, {2 + self.span.positions[t]}]"
 
     def _span_ok(self, k: int) -> str:
         if self.span.times == "int":
@@ -270,20 +352,75 @@ class _ExtendedGenerator:
         emit("            break")
         return f"clear{j}"
 
-    def build(self) -> KernelSource:
-        checks: dict[int, list[str]] = {}
+    # --- the predicates, placed as the reference matcher places them --------------------------
+
+    def _classify(
+        self,
+    ) -> tuple[list[_Check], dict[int, list[_Check]], dict[int, list[_Check]], dict[int, list[_Check]]]:
+        """``(member, pair, checks)`` by slot, as ``ExtendedMatcher`` sorts them: a predicate on
+        one group's members alone (bound instances aside, no aggregate) is evaluated per queue
+        position (``member``) or consecutive pair (``pair``) before the runs are formed; every
+        other one at the slot that binds the last of its instances, for every member of the
+        one group it names (a predicate naming the members of two groups is not compiled)."""
+        member: dict[int, list[_Check]] = {}
+        pair: dict[int, list[_Check]] = {}
+        checks: dict[int, list[_Check]] = {}
+        ordered = []
         for pred in _ordered(self.conj):
-            last = max(self.slot_index[s] for s in pred.slots)
-            checks.setdefault(last, []).append(self._call(pred))
+            parts = [*value_parts(pred.left), *value_parts(pred.right)]
+            members = sorted(
+                {
+                    self.slot_index[v.slot]
+                    for v in parts
+                    if isinstance(v, (AttrOf, PrevOf)) and self.group[self.slot_index[v.slot]]
+                }
+            )
+            if len(members) > 1:
+                raise NotCompilable("a predicate over the members of two groups")
+            paired = any(isinstance(v, PrevOf) for v in parts)
+            aggregates = tuple(v for v in parts if isinstance(v, Aggregate))
+            position = max(self.slot_index[s] for s in pred.slots)
+            check = _Check(pred, position, members[0] if members else -1, paired, aggregates)
+            ordered.append(check)
+            if self.group[position] and members == [position] and not aggregates:
+                (pair if paired else member).setdefault(position, []).append(check)
+            else:
+                checks.setdefault(position, []).append(check)
+        return ordered, member, pair, checks
+
+    # --- the search --------------------------------------------------------------------------
+
+    def build(self) -> KernelSource:
+        for k in range(self.n):
+            if self.group[k]:
+                for a in sorted(
+                    {
+                        v
+                        for p in self.conj.predicates
+                        for v in (*value_parts(p.left), *value_parts(p.right))
+                        if isinstance(v, Aggregate) and self.slot_index[v.slot] == k
+                    },
+                    key=lambda a: (a.function, a.position),
+                ):
+                    self.aggregates[a] = f"ag{k}_{len(self.aggregates)}"
+        ordered, member, pair, checks = self._classify()
+        # Written in shape order: the constants are numbered in that order (_all_constants).
+        calls = {id(c): self._call(c.pred) for c in ordered}
+        names = {id(c): f"every{j}" for j, c in enumerate(ordered)}
         negations: dict[int, list[tuple[int, int, int | None, list[str]]]] = {}
         absences = []
         for j, (neg, preds) in enumerate(zip(self.conj.negations, _negation_predicates(self.conj))):
+            for p in preds:
+                for v in (*value_parts(p.left), *value_parts(p.right)):
+                    if isinstance(v, (Aggregate, PrevOf)) or (
+                        isinstance(v, AttrOf) and v.slot != neg.slot and self.group[self.slot_index[v.slot]]
+                    ):
+                        raise NotCompilable("a negation's predicate over a group's members")
             first = self.slot_index[neg.first]
             second = None if neg.second is None else self.slot_index[neg.second]
             anchors = [first] + ([] if second is None else [second])
             at = max(anchors + [self.slot_index[s] for p in preds for s in p.slots - {neg.slot}])
-            calls = [self._call(p, neg.slot, j) for p in preds]
-            negations.setdefault(at, []).append((j, first, second, calls))
+            negations.setdefault(at, []).append((j, first, second, [self._call(p, neg.slot, j) for p in preds]))
             if second is None:
                 absences.append(j)
         logs = len(self.conj.negations)
@@ -314,14 +451,111 @@ class _ExtendedGenerator:
         emit(1, "step = -1 if mr else 1")
         for k in range(self.n):
             emit(1, f"p{k} = 0")
+            if self.group[k]:
+                t = self.slot_type[k]
+                emit(1, f"e{k} = 0")
+                emit(1, f"i{k} = 0")
+                emit(1, f"mo{k} = np.empty(n{t}, np.bool_)")
+                emit(1, f"po{k} = np.empty(n{t}, np.bool_)")
+                emit(1, f"rc{k} = np.empty(n{t}, np.int64)")
         for j in absences:
             emit(1, f"dl{j} = {'0' if self.span.times == 'int' and self.span.int_duration else '0.0'}")
 
+        def every(ind: int, c: _Check, name: str) -> None:
+            """``name`` = the check holds for every member of its group's bound run."""
+            g = c.member
+            emit(ind, f"{name} = True")
+            emit(ind, f"for i{g} in range(p{g}{' + 1' if c.paired else ''}, e{g} + 1):")
+            emit(ind, f"    if not {calls[id(c)]}:")
+            emit(ind, f"        {name} = False")
+            emit(ind, "        break")
+
+        def runs(k: int, ind: int) -> int:
+            """Emit the loops over the runs of group slot ``k`` in search order (FR, FRC, ALL: by
+            start, oldest first, the longest first; MR, MRC: by end, newest first, the longest
+            first), binding ``p{k}`` (start) and ``e{k}`` (end); return the indentation inside."""
+            t = self.slot_type[k]
+            ms = [calls[id(c)] for c in member.get(k, [])]
+            ps = [calls[id(c)] for c in pair.get(k, [])]
+            emit(ind, f"for i{k} in range(n{t}):")
+            emit(ind, f"    mo{k}[i{k}] = {' and '.join(ms) if ms else 'True'}")
+            emit(ind, f"    po{k}[i{k}] = {('i' + str(k) + ' == 0 or (' + ' and '.join(ps) + ')') if ps else 'True'}")
+            emit(ind, "if mr:")
+            emit(ind, f"    for u{k} in range(n{t}):")
+            emit(ind, f"        if not mo{k}[u{k}]:")
+            emit(ind, f"            rc{k}[u{k}] = u{k} + 1")
+            emit(ind, f"        elif u{k} > 0 and po{k}[u{k}] and mo{k}[u{k} - 1]:")
+            emit(ind, f"            rc{k}[u{k}] = rc{k}[u{k} - 1]")
+            emit(ind, "        else:")
+            emit(ind, f"            rc{k}[u{k}] = u{k}")
+            emit(ind, "else:")
+            emit(ind, f"    for u{k} in range(n{t} - 1, -1, -1):")
+            emit(ind, f"        if not mo{k}[u{k}]:")
+            emit(ind, f"            rc{k}[u{k}] = u{k} - 1")
+            emit(ind, f"        elif u{k} + 1 < n{t} and po{k}[u{k} + 1] and mo{k}[u{k} + 1]:")
+            emit(ind, f"            rc{k}[u{k}] = rc{k}[u{k} + 1]")
+            emit(ind, "        else:")
+            emit(ind, f"            rc{k}[u{k}] = u{k}")
+            emit(ind, f"for u{k} in range(n{t}):")
+            emit(ind, "    if mr:")
+            emit(ind, f"        g{k} = n{t} - 1 - u{k}")
+            emit(ind, f"        cnt{k} = g{k} - rc{k}[g{k}] + 1")
+            emit(ind, "    else:")
+            emit(ind, f"        g{k} = u{k}")
+            emit(ind, f"        cnt{k} = rc{k}[g{k}] - g{k} + 1")
+            emit(ind, f"    for w{k} in range(cnt{k}):")
+            emit(ind, "        if mr:")
+            emit(ind, f"            p{k} = rc{k}[g{k}] + w{k}")
+            emit(ind, f"            e{k} = g{k}")
+            emit(ind, "        else:")
+            emit(ind, f"            p{k} = g{k}")
+            emit(ind, f"            e{k} = rc{k}[g{k}] - w{k}")
+            # Only runs with the arriving event (the newest of the queue: a run's end) when fixed.
+            emit(ind, f"        if fixed == {k} and e{k} != n{t} - 1:")
+            emit(ind, "            continue")
+            return ind + 2
+
+        def aggregate(k: int, ind: int) -> None:
+            """Compute the aggregates over the bound run of group slot ``k``, as
+            ``extended_values.aggregate`` does (a sum over 64 bits: its flag is False)."""
+            t = self.slot_type[k]
+            for a, var in self.aggregates.items():
+                if self.slot_index[a.slot] != k:
+                    continue
+                emit(ind, f"{var}ok = True")
+                if a.function == "count":
+                    emit(ind, f"{var} = e{k} - p{k} + 1")
+                    continue
+                kind = self.attr_kinds[self.types[t]][a.position]
+                array = f"{'f' if kind is Kind.FLOAT else 'q'}{t}"
+                first, at = f"{array}[p{k}, {2 + a.position}]", f"{array}[i{k}, {2 + a.position}]"
+                value = var if a.function in ("min", "max") else f"{var}s"  # avg: the sum, then a float
+                emit(ind, f"{value} = {first}")
+                emit(ind, f"for i{k} in range(p{k} + 1, e{k} + 1):")
+                if a.function == "min":
+                    emit(ind, f"    if {at} < {value}:")
+                    emit(ind, f"        {value} = {at}")
+                elif a.function == "max":
+                    emit(ind, f"    if {at} > {value}:")
+                    emit(ind, f"        {value} = {at}")
+                elif kind is Kind.INT:
+                    emit(ind, f"    {value}, okk = add_int({value}, {at})")
+                    emit(ind, "    if not okk:")
+                    emit(ind, f"        {var}ok = False")
+                    emit(ind, "        break")
+                else:
+                    emit(ind, f"    {value} = {value} + {at}")
+                if a.function == "avg":
+                    emit(ind, f"{var} = float({value}) / (e{k} - p{k} + 1)")
+                elif a.function == "sum":
+                    emit(ind, f"{var} = {value}")
+
         def slot(k: int, ind: int) -> None:
             if k == self.n:
-                # Under NONE only relations new at this arrival count: with the arriving event,
-                # or an absence whose deadline the watermark passed just now.
-                fresh = [f"q{self.slot_type[j]}[p{j}, 0] == new" for j in range(self.n)]
+                # Under NONE only relations new at this arrival count: with the arriving event
+                # (a group's run has it at its end), or an absence whose deadline the
+                # watermark passed just now.
+                fresh = [f"q{self.slot_type[j]}[{'e' if self.group[j] else 'p'}{j}, 0] == new" for j in range(self.n)]
                 for j in absences:
                     if self.span.times == "int" and self.span.int_duration:
                         fresh.append(f"cmp_int_float(dl{j}, before) in (0, 1)")
@@ -330,7 +564,8 @@ class _ExtendedGenerator:
                 emit(ind, f"if fresh and not ({' or '.join(fresh)}):")
                 emit(ind, "    continue")
                 for j in range(self.n):
-                    emit(ind, f"out[nout, {j}] = p{j}")
+                    emit(ind, f"out[nout, {2 * j}] = p{j}")
+                    emit(ind, f"out[nout, {2 * j + 1}] = {'e' if self.group[j] else 'p'}{j}")
                 emit(ind, "nout += 1")
                 emit(ind, "if not collect:")
                 emit(ind, "    return nout")
@@ -338,55 +573,78 @@ class _ExtendedGenerator:
                 emit(ind, f"    return {OUT_FULL}")
                 return
             t = self.slot_type[k]
-            if self.sig[k].index == 0:
-                emit(ind, f"st{k} = n{t} - 1 if mr else 0")
-                emit(ind, f"cnt{k} = n{t}")
+            if self.group[k]:
+                ind = runs(k, ind)
+                if self.span.times:
+                    # Python's min() and max() of the run's times, then with the slots before.
+                    emit(ind, f"tl{k} = {self._time(k)}")
+                    emit(ind, f"th{k} = tl{k}")
+                    emit(ind, f"for i{k} in range(p{k} + 1, e{k} + 1):")
+                    emit(ind, f"    if {self._time(k, f'i{k}')} < tl{k}:")
+                    emit(ind, f"        tl{k} = {self._time(k, f'i{k}')}")
+                    emit(ind, f"    if {self._time(k, f'i{k}')} > th{k}:")
+                    emit(ind, f"        th{k} = {self._time(k, f'i{k}')}")
+                aggregate(k, ind)
             else:
-                emit(ind, f"st{k} = p{k - 1} + step")
-                emit(ind, "if contig:")
-                emit(ind, f"    cnt{k} = 1 if 0 <= st{k} < n{t} else 0")
-                emit(ind, "else:")
-                emit(ind, f"    cnt{k} = n{t} - st{k} if not mr else st{k} + 1")
-            emit(ind, f"if fixed == {k}:")
-            emit(
-                ind,
-                f"    if cnt{k} > 0 and ((not mr and st{k} <= n{t} - 1 < st{k} + cnt{k}) "
-                f"or (mr and st{k} - cnt{k} < n{t} - 1 <= st{k})):",
-            )
-            emit(ind, f"        st{k} = n{t} - 1")
-            emit(ind, f"        cnt{k} = 1")
-            emit(ind, "    else:")
-            emit(ind, f"        cnt{k} = 0")
-            emit(ind, f"for c{k} in range(cnt{k}):")
-            ind += 1
-            emit(ind, f"p{k} = st{k} + c{k} * step")
+                if self.sig[k].index == 0:
+                    emit(ind, f"st{k} = n{t} - 1 if mr else 0")
+                    emit(ind, f"cnt{k} = n{t}")
+                else:
+                    emit(ind, f"st{k} = p{k - 1} + step")
+                    emit(ind, "if contig:")
+                    emit(ind, f"    cnt{k} = 1 if 0 <= st{k} < n{t} else 0")
+                    emit(ind, "else:")
+                    emit(ind, f"    cnt{k} = n{t} - st{k} if not mr else st{k} + 1")
+                emit(ind, f"if fixed == {k}:")
+                emit(
+                    ind,
+                    f"    if cnt{k} > 0 and ((not mr and st{k} <= n{t} - 1 < st{k} + cnt{k}) "
+                    f"or (mr and st{k} - cnt{k} < n{t} - 1 <= st{k})):",
+                )
+                emit(ind, f"        st{k} = n{t} - 1")
+                emit(ind, f"        cnt{k} = 1")
+                emit(ind, "    else:")
+                emit(ind, f"        cnt{k} = 0")
+                emit(ind, f"for c{k} in range(cnt{k}):")
+                ind += 1
+                emit(ind, f"p{k} = st{k} + c{k} * step")
+                if self.span.times:
+                    emit(ind, f"tl{k} = {self._time(k)}")
+                    emit(ind, f"th{k} = tl{k}")
             conditions = []
             if self.span.times:
-                emit(ind, f"tm{k} = {self._time(k)}")
                 if k == 0:
-                    emit(ind, f"lo{k} = tm{k}")
-                    emit(ind, f"hi{k} = tm{k}")
+                    emit(ind, f"lo{k} = tl{k}")
+                    emit(ind, f"hi{k} = th{k}")
                 else:  # Python's min(new, old) and max(new, old): NaN stays where Python keeps it
-                    emit(ind, f"lo{k} = lo{k - 1} if lo{k - 1} < tm{k} else tm{k}")
-                    emit(ind, f"hi{k} = hi{k - 1} if hi{k - 1} > tm{k} else tm{k}")
+                    emit(ind, f"lo{k} = lo{k - 1} if lo{k - 1} < tl{k} else tl{k}")
+                    emit(ind, f"hi{k} = hi{k - 1} if hi{k - 1} > th{k} else th{k}")
                 conditions.append(self._span_ok(k))
-            conditions += checks.get(k, [])
             if conditions:
                 emit(ind, f"if {' and '.join(conditions)}:")
                 ind += 1
-            for j, first, second, calls in negations.get(k, []):
+            once = [calls[id(c)] for c in checks.get(k, []) if c.member < 0]
+            for c in checks.get(k, []):
+                if c.member >= 0:
+                    every(ind, c, names[id(c)])
+                    once.append(names[id(c)])
+            if once:
+                emit(ind, f"if {' and '.join(once)}:")
+                ind += 1
+            for j, first, second, negation_calls in negations.get(k, []):
                 if second is None:
-                    clear = self._absence(j, first, calls, functools.partial(emit, ind))
+                    clear = self._absence(j, first, negation_calls, functools.partial(emit, ind))
                     emit(ind, f"if {clear}:")
                     ind += 1
                     continue
-                # No logged event strictly between the anchors (either order) passes the checks.
+                # No logged event strictly between the anchors (either order; a group's anchor
+                # is its run's first member) passes the checks.
                 a, b = f"q{self.slot_type[first]}[p{first}, 0]", f"q{self.slot_type[second]}[p{second}, 0]"
                 emit(ind, f"lowest{j} = min({a}, {b})")
                 emit(ind, f"highest{j} = max({a}, {b})")
                 emit(ind, f"clear{j} = True")
                 emit(ind, f"for x{j} in range(l{j}.shape[0]):")
-                test = " and ".join([f"lowest{j} < l{j}[x{j}, 0] < highest{j}"] + calls)
+                test = " and ".join([f"lowest{j} < l{j}[x{j}, 0] < highest{j}"] + negation_calls)
                 emit(ind, f"    if {test}:")
                 emit(ind, f"        clear{j} = False")
                 emit(ind, "        break")
