@@ -21,6 +21,10 @@ import pytest
 from faidecs import Engine
 from faidecs.matching.compiled_extended_state import CompiledExtendedState
 from faidecs.matching.kernel_broker import KernelHandle
+from tests.unit.extended_oracle import run as oracle_run
+from tests.unit.test_extended_oracle import SHAPES as ORACLE_SHAPES
+from tests.unit.test_extended_oracle import TYPES as ORACLE_TYPES
+from tests.unit.test_extended_oracle import _stream as oracle_stream
 
 TYPES = "type A(k: int, v: int, t: int)\ntype B(k: int, v: int, t: int)\ntype N(k: int, v: int, t: int)\n"
 FLOAT_TYPES = TYPES.replace("t: int", "t: float")
@@ -268,3 +272,23 @@ def test_neighbours_joined_by_purging_are_found_at_the_next_arrival(conjunction:
     expected = _observe(Engine.from_source(text, matcher="reference"), stream)
     assert [[d["relation"] for d in step[0]] for step in expected] == [[], [], [], [], [], [["a1", "a3", "b1"]]]
     assert _observe(Engine.from_source(text, matcher="compiled", kernels="eager"), stream) == expected
+
+
+@pytest.mark.parametrize("name", sorted(ORACLE_SHAPES))
+def test_compiled_extended_matcher_equals_the_brute_force_oracle(name: str) -> None:
+    """The shapes of test_extended_oracle.py, on the compiled matcher, against the oracle that
+    shares no code with either matcher."""
+    shape, admit = ORACLE_SHAPES[name]
+    types = "".join(dict.fromkeys(t for t, _ in shape.slots)) + "".join(shape.negated) + ("B" if name == "negation" else "")
+    options = "" if shape.window is None else f", within {shape.window[0]} on {shape.window[1]}"
+    for seed in range(10):
+        stream = oracle_stream(seed, types, jitter=shape.window is not None)
+        for matching, disposal in COMBINATIONS:
+            text = ORACLE_TYPES + f"subscription S (matching {matching}, disposal {disposal}{options}): {shape.source}"
+            engine = Engine.from_source(text, matcher="compiled", kernels="eager")
+            assert engine.matchers() == {"S": ["compiled"]}
+            got = []
+            for e in stream:
+                attrs = {"k": e["k"], "v": e["v"], "t": e["t"]}
+                got += [(d.ids, d.timeout) for d in engine.publish({"id": e["id"], "type": e["type"], "attrs": attrs})]
+            assert got == oracle_run(shape, matching, disposal, stream, admit), (name, matching, disposal, seed)
