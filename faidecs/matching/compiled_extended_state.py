@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from faidecs.grammar.model import Conjunction, Disposal, EventType, Matching, Window
+from faidecs.grammar.model import Conjunction, Disposal, EventType, Matching, NegationKind, Window
 from faidecs.matching.bounds import UNBOUNDED, Bounds
 from faidecs.matching.columns import StringTable, TypeCodec
 from faidecs.matching.conjunction_state import Validate
@@ -110,7 +110,12 @@ class CompiledExtendedState(ExtendedConjunctionState):
         self.meta = np.zeros(META_SIZE, dtype=np.int64)
         self.mf = np.zeros(MF_SIZE, dtype=np.float64)
         self.meta[MATCHING] = CODES[matching.value]
-        self.meta[ALL] = 1 if matching is Matching.ALL else 0
+        # As the reference's _match: ALL, and NONE with absences, take every new relation; an
+        # absence under another disposal repeats MATCH after each DEQUEUE.
+        absences = any(n.kind is NegationKind.AFTER for n in conjunction.negations)
+        every = matching is Matching.ALL or (disposal is Disposal.NONE and absences)
+        self._repeat = absences and not every
+        self.meta[ALL] = 1 if every else 0
         self.meta[FRESH] = 1 if disposal is Disposal.NONE else 0
         self.meta[SPAN], self.mf[DURATION] = span.duration(window)
         self.out = np.zeros((16, 2 * len(conjunction.signature)), dtype=np.int64)  # (start, end) per slot
@@ -167,6 +172,26 @@ class CompiledExtendedState(ExtendedConjunctionState):
             self.meta[FIXED] = self._newest[self._arriving]
         else:
             self.meta[FIXED] = -1
+        out: list[Found] = []
+        while True:
+            chosen = self._search(kernel)
+            if chosen is None:  # undecided: the reference matcher goes on from here
+                self.deliveries += len(out)
+                return out + super()._match(new, before)
+            out += [self._found(c) for c in chosen]
+            if chosen and self.disposal is not Disposal.NONE:
+                self._dispose(chosen[0])
+            # An absence repeats MATCH after each DEQUEUE (the reference's _match), so that an
+            # arrival passing several deadlines reports each before the window purges them.
+            if not (self._repeat and chosen):
+                break
+        self.dirty = bool(out)
+        self.deliveries += len(out)
+        return out
+
+    def _search(self, kernel: CompiledKernel) -> list[list[Choice]] | None:
+        """The kernel's relations on the queues and logs as they are now (one, or every one
+        under ALL and under NONE with absences); None when only the reference can decide."""
         queues = [
             mirror.sync(self.arrivals[t], self.queues[t])
             for mirror, t in zip(self._queue_mirrors, self.conjunction.types)
@@ -178,17 +203,10 @@ class CompiledExtendedState(ExtendedConjunctionState):
         while True:
             count = kernel.run(self.meta, self.sc, self.mf, *queues, *logs, self.out)
             if count >= 0:
-                break
+                return [self._choices(row) for row in self.out[:count].tolist()]
             if count == UNDECIDED:
-                return super()._match(new, before)
+                return None
             self.out = np.zeros((2 * self.out.shape[0], self.out.shape[1]), dtype=np.int64)
-        chosen = [self._choices(row) for row in self.out[:count].tolist()]
-        found = [self._found(c) for c in chosen]
-        if found and self.disposal is not Disposal.NONE:
-            self._dispose(chosen[0])
-        self.dirty = bool(found)
-        self.deliveries += len(found)
-        return found
 
     def _purge(self) -> None:
         purged = self.purged

@@ -279,7 +279,9 @@ def test_compiled_extended_matcher_equals_the_brute_force_oracle(name: str) -> N
     """The shapes of test_extended_oracle.py, on the compiled matcher, against the oracle that
     shares no code with either matcher."""
     shape, admit = ORACLE_SHAPES[name]
-    types = "".join(dict.fromkeys(t for t, _ in shape.slots)) + "".join(shape.negated) + ("B" if name == "negation" else "")
+    types = (
+        "".join(dict.fromkeys(t for t, _ in shape.slots)) + "".join(shape.negated) + ("B" if name == "negation" else "")
+    )
     options = "" if shape.window is None else f", within {shape.window[0]} on {shape.window[1]}"
     for seed in range(10):
         stream = oracle_stream(seed, types, jitter=shape.window is not None)
