@@ -6,7 +6,7 @@ the same relations, for
 - a windowed ALL + NONE join (every pair within the window, nothing disposed),
 - a negation between two instances (a price jump with no news in between),
 - an absence (a report with no quote of its symbol within the window), heartbeats included,
-- a group ``T+`` (stays on the reference matcher: listed to say so).
+- a group ``T+`` with ``prev()`` and ``count``.
 
 Usage: python benchmarks/extended.py [--events N] [--seed S]
 Kernels are compiled (or loaded from the cache) before timing.
@@ -41,7 +41,7 @@ PROGRAMS = {
     "absence after, window 20": (
         "subscription S (within 20 on time): Trade and no Quote(Quote.sym = Trade.sym) after Trade"
     ),
-    "group Quote+ (reference only)": (
+    "group Quote+ with prev() and count": (
         "subscription S (within 30 on time): Quote+ and Trade and Quote.sym = Trade.sym"
         " and prev(Quote).price < Quote.price and count(Quote) >= 2"
     ),

@@ -199,6 +199,8 @@ class Engine:
                 staged = sub.covering is Covering.STAGED and len(c.components()) > 1
                 if not sub.extended:
                     kernels += self._prefetch([c.project(p) for p in c.components()] if staged else [c])
+                else:
+                    kernels += self._prefetch([c], sub)
             else:
                 states.append(whole())
         routes = []
@@ -292,18 +294,24 @@ class Engine:
             self._pending.append(state)
         return state
 
-    def _prefetch(self, conjunctions: list[Conjunction]) -> list[_Prefetch]:
+    def _prefetch(self, conjunctions: list[Conjunction], extended: Subscription | None = None) -> list[_Prefetch]:
         """Request the kernels of states to be made later, in the background mode (in the eager
-        one, each state loads its kernel when it is made)."""
+        one, each state loads its kernel when it is made); ``extended``: the subscription of
+        extended conjunctions (their kernels depend on its window)."""
         if self.matcher != "compiled" or self.kernels != "background":
             return []
+        from faidecs.matching.extended_kernel_source import generate_extended
         from faidecs.matching.kernel_broker import broker
         from faidecs.matching.kernel_source import NotCompilable, generate
 
         requested = []
         for c in conjunctions:
             try:
-                source = generate(c, self._types)
+                source = (
+                    generate(c, self._types)
+                    if extended is None
+                    else generate_extended(c, self._types, extended.window)[0]
+                )
             except NotCompilable:
                 continue
             requested.append(_Prefetch(broker().request(source)))

@@ -294,3 +294,21 @@ def test_compiled_extended_matcher_equals_the_brute_force_oracle(name: str) -> N
                 attrs = {"k": e["k"], "v": e["v"], "t": e["t"]}
                 got += [(d.ids, d.timeout) for d in engine.publish({"id": e["id"], "type": e["type"], "attrs": attrs})]
             assert got == oracle_run(shape, matching, disposal, stream, admit), (name, matching, disposal, seed)
+
+
+@pytest.mark.parametrize("kernels", ["eager", "background"])
+def test_partitioned_extended_subscriptions(kernels: str) -> None:
+    """Each partition of an extended subscription is a compiled extended state (in the
+    background mode, on the reference matcher until the kernel requested at subscription is in)."""
+    text = TYPES + (
+        "subscription S (matching ALL, disposal NONE, within 4 on t, partition by k):"
+        " A+ and B and count(A) >= 2 and A.v <= B.v + 1\n"
+    )
+    stream = _stream(7, "ABN", floats=False) + _stream(8, "ABN", floats=False)
+    stream = [e if "advance" in e else {**e, "id": f"{e['id']}-{i}"} for i, e in enumerate(stream)]
+    engine = Engine.from_source(text, matcher="compiled", kernels=kernels)
+    engine.wait_for_kernels()
+    got = _observe(engine, stream)
+    assert engine.matchers() == {"S": ["compiled"]}
+    assert got == _observe(Engine.from_source(text, matcher="reference"), stream)
+    assert sum(len(step[0]) for step in got)
