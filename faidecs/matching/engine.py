@@ -57,6 +57,7 @@ from faidecs.matching.stream import DeliveryStream, Source
 from faidecs.matching.tiered_state import TieredState
 
 if TYPE_CHECKING:
+    from faidecs.matching.compiled_extended_state import CompiledExtendedState
     from faidecs.matching.compiled_state import EventContext
     from faidecs.matching.kernel_broker import KernelHandle
 
@@ -126,7 +127,9 @@ class Engine:
             raise ValueError(f"unknown kernels mode {mode!r}; available: {', '.join(KERNEL_MODES)}")
         self.matcher: Matcher = matcher
         self.kernels: KernelMode = mode
-        self._pending: list[TieredState | _Prefetch] = []  # conjunctions waiting for their kernel
+        self._pending: list[
+            TieredState | _Prefetch | CompiledExtendedState
+        ] = []  # conjunctions waiting for their kernel
         self._bounds = _check_bounds(bounds, {s.name for s in program.subscriptions})
         self._types: dict[str, EventType] = dict(program.types)
         self._validator = EventValidator(self._types)
@@ -196,6 +199,8 @@ class Engine:
                 staged = sub.covering is Covering.STAGED and len(c.components()) > 1
                 if not sub.extended:
                     kernels += self._prefetch([c.project(p) for p in c.components()] if staged else [c])
+                else:
+                    kernels += self._prefetch([c], sub)
             else:
                 states.append(whole())
         routes = []
@@ -215,8 +220,9 @@ class Engine:
 
     def _plain_state(self, c: Conjunction, sub: Subscription, bounds: Bounds, index: int) -> PlainState:
         if sub.extended:
-            # Groups, negations, windows, ALL and NONE run on the extended reference matcher.
-            return ExtendedConjunctionState(c, sub.matching, sub.disposal, sub.window, bounds, (sub.name, index))
+            # Groups, negations, windows, ALL and NONE: the extended state, searched by a kernel
+            # where the extended kernels compile the conjunction.
+            return self._extended_state(c, sub, bounds, index)
         reference = ConjunctionState(ReferenceMatcher(c, sub.matching), sub.disposal, bounds, (sub.name, index))
         if self.matcher != "compiled":
             return reference
@@ -259,18 +265,53 @@ class Engine:
         self._pending.append(tiered)
         return tiered
 
-    def _prefetch(self, conjunctions: list[Conjunction]) -> list[_Prefetch]:
+    def _extended_state(self, c: Conjunction, sub: Subscription, bounds: Bounds, index: int) -> PlainState:
+        owner = (sub.name, index)
+        if self.matcher != "compiled":
+            return ExtendedConjunctionState(c, sub.matching, sub.disposal, sub.window, bounds, owner)
+        from faidecs.matching import kernel_cache
+        from faidecs.matching.compiled_extended_state import CompiledExtendedState
+        from faidecs.matching.compiled_state import EventContext
+        from faidecs.matching.extended_kernel_source import generate_extended
+        from faidecs.matching.kernel_source import NotCompilable
+
+        try:
+            source, span = generate_extended(c, self._types, sub.window)
+        except NotCompilable:
+            return ExtendedConjunctionState(c, sub.matching, sub.disposal, sub.window, bounds, owner)
+        context = self._context = self._context or EventContext()
+        state = CompiledExtendedState(
+            c, sub.matching, sub.disposal, sub.window, source, span, context.strings, self._types, bounds, owner
+        )
+        state.kernel = kernel_cache.loaded(source.key)
+        if state.kernel is None and self.kernels == "eager":
+            state.kernel = kernel_cache.load(source)
+        if state.kernel is None:
+            from faidecs.matching.kernel_broker import broker
+
+            # The state searches with the reference matcher until the kernel is loaded.
+            state.handle = broker().request(source)
+            self._pending.append(state)
+        return state
+
+    def _prefetch(self, conjunctions: list[Conjunction], extended: Subscription | None = None) -> list[_Prefetch]:
         """Request the kernels of states to be made later, in the background mode (in the eager
-        one, each state loads its kernel when it is made)."""
+        one, each state loads its kernel when it is made); ``extended``: the subscription of
+        extended conjunctions (their kernels depend on its window)."""
         if self.matcher != "compiled" or self.kernels != "background":
             return []
+        from faidecs.matching.extended_kernel_source import generate_extended
         from faidecs.matching.kernel_broker import broker
         from faidecs.matching.kernel_source import NotCompilable, generate
 
         requested = []
         for c in conjunctions:
             try:
-                source = generate(c, self._types)
+                source = (
+                    generate(c, self._types)
+                    if extended is None
+                    else generate_extended(c, self._types, extended.window)[0]
+                )
             except NotCompilable:
                 continue
             requested.append(_Prefetch(broker().request(source)))
@@ -345,6 +386,8 @@ class Engine:
                 return "+".join(kind(p) for p in state.parts)
             if isinstance(state, TieredState):
                 return kind(state.impl)
+            if isinstance(state, ExtendedConjunctionState):  # compiled once its kernel is loaded
+                return "compiled" if getattr(state, "compiled", False) else "reference"
             return "reference" if isinstance(state, (ConjunctionState, ExtendedConjunctionState)) else "compiled"
 
         return {name: [kind(c) for c in s.conjunctions] for name, s in self._subscriptions.items()}

@@ -110,6 +110,7 @@ class KernelBroker:
             "types": list(source.types),
             "widths": list(source.widths),
             "memo": source.memo,
+            "signature": source.signature,
             # The folder as this process sees it now: the worker may have been started with another.
             "cache": str(kernel_cache.cache_root()),
         }

@@ -104,7 +104,7 @@ def load(source: KernelSource) -> CompiledKernel:
         sys.modules[name] = module
         spec.loader.exec_module(module)
         dispatcher: Any = module.kernel
-        dispatcher.compile(_signature(len(source.types)))
+        dispatcher.compile(source.signature or _signature(len(source.types)))
         dispatcher.disable_compile()  # any other argument types would be a bug: fail loudly
         (compiled,) = dispatcher.overloads.values()
         kernel = CompiledKernel(source, dispatcher, compiled.entry_point, time.perf_counter() - started)

@@ -72,3 +72,11 @@ def mul_int(a: int, b: int) -> tuple[int, bool]:
 @njit(cache=True)
 def neg_int(a: int) -> tuple[int, bool]:
     return -a, a != INT64_MIN
+
+
+@njit(cache=True)
+def span_int(low: int, high: int, duration: int) -> bool:
+    """A window's span condition on int times: ``high - low <= duration``, exactly (a difference
+    beyond 64 bits exceeds every duration a kernel is given)."""
+    r, ok = sub_int(high, low)
+    return ok and r <= duration

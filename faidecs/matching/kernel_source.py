@@ -73,6 +73,9 @@ class KernelSource:
     widths: tuple[int, ...]  # attributes per type
     constants: tuple[Const, ...]  # the values of ``sc``, in order (see :func:`constant_array`)
     memo: bool  # whether the search keeps a failure memo (an (n, capacity) array)
+    # The entry point's numba signature; None: the plain kernels' (see kernel_cache). Extended
+    # kernels (faidecs.matching.extended_kernel_source) take other arguments.
+    signature: str | None = None
 
 
 # The search and the admission test read float constants through this view of ``sc``, made once
@@ -250,7 +253,8 @@ def generate(conjunction: Conjunction, types: Mapping[str, EventType]) -> Kernel
     """The kernel module's source for ``conjunction``, with its constants; raises
     :class:`NotCompilable`."""
     if conjunction.extended:
-        raise NotCompilable("groups and negations run on the extended reference matcher")
+        # Their kernels come from faidecs.matching.extended_kernel_source.
+        raise NotCompilable("groups and negations need the extended kernels")
     key = (shape_text(conjunction), tuple(len(types[t].attributes) for t in conjunction.types))
     template = _shapes.get(key)
     if template is None:

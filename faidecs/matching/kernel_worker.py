@@ -1,7 +1,7 @@
 """The worker process that compiles kernels out of the engine's way.
 
 It reads one JSON request per line on stdin (``{"key", "source", "types", "widths", "memo",
-"cache"}``), compiles the kernel with numba into the on-disk cache under the ``cache`` folder
+"signature", "cache"}``), compiles the kernel with numba into the on-disk cache under the ``cache`` folder
 (:mod:`faidecs.matching.kernel_cache`) and answers one JSON line on stdout (``{"key", "ok",
 "seconds"}`` or ``{"key", "ok": false, "error"}``). It exits when stdin closes, after the kernel
 it is compiling: a CLI run that ends early leaves that kernel in the cache for the next run instead
@@ -32,6 +32,7 @@ def main() -> int:
                 tuple(request["widths"]),
                 (),
                 bool(request["memo"]),
+                request.get("signature"),
             )
             kernel = load(source)
             answer = {"key": source.key, "ok": True, "seconds": kernel.seconds}
