@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from faidecs.errors import EventError, QueueOverflowError
+from faidecs.errors import EventError, FaidecsError, QueueOverflowError
 from faidecs.grammar.model import EventType, Slot, Subscription
 from faidecs.matching.batch_routes import BatchRoutes
 from faidecs.matching.columns import TypeCodec
@@ -343,7 +343,9 @@ def publish_batch(scope: BatchScope, tables: Mapping[str, ColumnTable], order: O
     return BatchResult(first, size, groups, order_out, batch_ids, older)
 
 
-class _Overflow(Exception):
+class _Overflow(FaidecsError):
+    """An extended conjunction's queue overflowed at batch position ``position``."""
+
     def __init__(self, position: int, error: QueueOverflowError):
         self.position, self.error = position, error
 
