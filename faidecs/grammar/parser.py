@@ -32,9 +32,6 @@ _TERMINAL_NAMES = {
     "COVERING": "'covering'",
     "PARTITION": "'partition'",
     "BY": "'by'",
-    "WITHIN": "'within'",
-    "ON": "'on'",
-    "LATENESS": "'lateness'",
     "KLEENE": "a group (T+)",
     "NO": "'no'",
     "BETWEEN": "'between'",
@@ -91,6 +88,19 @@ _MAX_INT_DIGITS = 19
 _MAX_INDEX_DIGITS = len(str(MAX_INSTANCE_INDEX))
 
 
+_OPTIONS = "matching, disposal, covering, partition by, within D on ATTR, lateness L"
+
+
+def _expect_word(tok: Token, words: tuple[str, ...], what: str) -> None:
+    if str(tok) not in words:
+        raise _BadLiteral(
+            f"unknown option {str(tok)!r}; options: {_OPTIONS}"
+            if what == "an option"
+            else f"expected {' or '.join(repr(w) for w in words)} in {what}, not {str(tok)!r}",
+            _token_span(tok),
+        )
+
+
 def _digits(tok: Token) -> str:
     """The significant digits of an INT token (``"0"`` for zero)."""
     return str(tok).lstrip("0") or "0"
@@ -142,14 +152,27 @@ class _ToAst(Transformer_NonRecursive[Token, Any]):
         return ast.OptionSetting(str(key), str(value), _span_of(meta), _token_span(value))
 
     def window_option(self, meta: Any, children: list[Any]) -> ast.OptionSetting:
-        _key, number, _on, attribute = children
+        key, number, on, attribute = children
+        _expect_word(key, ("within", "lateness"), "an option")
+        if str(key) == "lateness":
+            raise _BadLiteral("lateness takes one number: lateness L", _token_span(on))
+        _expect_word(on, ("on",), "`within D on ATTR`")
         return ast.OptionSetting(
             "within", str(number), _span_of(meta), _token_span(number), str(attribute), _token_span(attribute)
         )
 
     def lateness_option(self, meta: Any, children: list[Any]) -> ast.OptionSetting:
-        _key, number = children
+        key, number = children
+        _expect_word(key, ("lateness", "within"), "an option")
+        if str(key) == "within":
+            raise _BadLiteral("write the window as `within D on ATTR`", _span_of(meta))
         return ast.OptionSetting("lateness", str(number), _span_of(meta), _token_span(number))
+
+    def unknown_option(self, meta: Any, children: list[Any]) -> ast.OptionSetting:
+        key = children[0]
+        if str(key) in ("within", "lateness"):
+            raise _BadLiteral(f"{key} takes a number: `within D on ATTR`, `lateness L`", _token_span(children[1]))
+        raise _BadLiteral(f"unknown option {str(key)!r}; options: {_OPTIONS}", _token_span(key))
 
     def number(self, meta: Any, children: list[Token]) -> Token:
         return children[0]

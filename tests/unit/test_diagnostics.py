@@ -100,8 +100,34 @@ def test_syntax_error_bad_index() -> None:
 def test_syntax_error_unknown_option_key() -> None:
     text = TYPES + "subscription S (colour red): T\n"
     diag, _ = single(text)
-    assert "unexpected 'colour'" in diag.message and "'disposal', 'lateness', 'matching'" in diag.message
+    assert diag.message == (
+        "unknown option 'colour'; options: matching, disposal, covering, partition by, within D on ATTR, lateness L"
+    )
     assert underlined(diag, text) == "colour"
+
+
+@pytest.mark.parametrize(
+    ("options", "message", "caret"),
+    [
+        ("within 5 at t", "expected 'on' in `within D on ATTR`, not 'at'", "at"),
+        ("windows 5 on t", "unknown option 'windows'", "windows"),
+        ("within 5", "write the window as `within D on ATTR`", "within 5"),
+        ("lateness 5 on t", "lateness takes one number: lateness L", "on"),
+        ("within t", "within takes a number", "t"),
+    ],
+)
+def test_window_options_are_checked_where_written(options: str, message: str, caret: str) -> None:
+    text = TYPES + f"subscription S ({options}): T\n"
+    diag, _ = single(text)
+    assert message in diag.message
+    assert underlined(diag, text) == caret
+
+
+def test_on_within_and_lateness_stay_names() -> None:
+    program = compile_program(
+        "type P(on: bool, within: int, lateness: int)\nsubscription S (within 3 on within): P.on = true"
+    )
+    assert program.subscriptions[0].window is not None
 
 
 def test_syntax_error_chained_comparison() -> None:
