@@ -61,7 +61,7 @@ def test_fr_pi_covering_counterexample_and_staged_fix() -> None:
 
 
 def test_lab_cli_json_and_counterexample_logs(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
-    assert main(["lab", "--runs", "40", "--json", "--workers", "1", "--out", str(tmp_path)]) == 0
+    assert main(["lab", "--runs", "12", "--json", "--workers", "1", "--out", str(tmp_path)]) == 0
     table = json.loads(capsys.readouterr().out)
     assert list(table) == [c.name for c in EVERY_COMBINATION]  # the paper's 16, then disposal NONE
     for name, props in table.items():

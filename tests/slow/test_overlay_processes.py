@@ -129,7 +129,7 @@ def test_sigstop_of_the_leader_then_resume(tmp_path: Path, zookeeper: str) -> No
 
 def test_the_extended_stock_examples_deliver_what_the_embedded_engine_delivers(tmp_path: Path, zookeeper: str) -> None:
     """The three stock-market examples of the extended language (docs/dsl.md), one subscriber
-    each, on a seeded stream published slowly enough (10 events a second) that every merger orders
+    each, on a seeded stream published slowly enough (30 events a second) that every merger orders
     it as published: each subscriber's run log holds exactly the embedded engine's deliveries
     (negated News in the jump's merger, groups, absences decided by later events)."""
     from faidecs.runs.runlog import RunLog
@@ -149,7 +149,7 @@ def test_the_extended_stock_examples_deliver_what_the_embedded_engine_delivers(t
             f'\n[subscribers.{s}]\naddress = "tcp://127.0.0.1:{base + 10 + k}"\nsubscription = "{s}"\n'
             for k, s in enumerate(subs)
         )
-        + f'\n[publishers.p1]\naddress = "tcp://127.0.0.1:{base + 19}"\nevents = "events.jsonl"\nrate = 10\n'
+        + f'\n[publishers.p1]\naddress = "tcp://127.0.0.1:{base + 19}"\nevents = "events.jsonl"\nrate = 30\n'
     )
     (tmp_path / "deployment.toml").write_text(text)
     create_keys(tmp_path / "keys", [*names, *subs, "p1"])

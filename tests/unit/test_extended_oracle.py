@@ -14,7 +14,7 @@ from faidecs import Engine
 from tests.unit.extended_oracle import Ev, Shape, World, run
 
 TYPES = "type A(k: int, v: int, t: int)\ntype B(k: int, v: int, t: int)\ntype N(k: int, v: int, t: int)\n"
-RUNS = int(os.environ.get("FAIDECS_EXTENDED_RUNS", "40"))
+RUNS = int(os.environ.get("FAIDECS_EXTENDED_RUNS", "25"))
 COMBINATIONS = [(m, d) for m in ("FR", "FRC", "MR", "MRC") for d in ("I", "PI", "IP", "FP", "NONE")] + [("ALL", "NONE")]
 
 
