@@ -34,7 +34,7 @@ from faidecs.properties.view import RunView
 
 pytestmark = pytest.mark.slow
 
-RUNS = int(os.environ.get("FAIDECS_LATCH_STAGE_RUNS", "80"))
+RUNS = int(os.environ.get("FAIDECS_LATCH_STAGE_RUNS", "60"))
 CHUNKS = 8
 #: what a reordered input may break: the order of one publisher's events, nothing else
 FIFO_ONLY = {Property.TYPE_FIFO_ORDER, Property.TYPE_CAUSAL_ORDER}

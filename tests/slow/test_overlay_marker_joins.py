@@ -18,7 +18,7 @@ from simulated_runs import judged
 
 from faidecs.overlay.sim.generate import BY_MATCHING, random_marker_deployment
 
-RUNS = int(os.environ.get("FAIDECS_MARKER_RUNS", "500"))  # 1,000 before issue 23, 800 before 24
+RUNS = int(os.environ.get("FAIDECS_MARKER_RUNS", "400"))  # 1,000 before issue 23, 800 before 24
 CHUNKS = 16
 
 

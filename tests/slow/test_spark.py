@@ -79,7 +79,7 @@ def _flat(spark: Any, streams: dict[int, list[dict[str, Any]]]) -> Any:
     return spark.createDataFrame(pdf)
 
 
-@pytest.mark.parametrize("matcher,programs,bins", [("reference", 200, 0), ("compiled", 6, None), ("reference", 60, 1)])
+@pytest.mark.parametrize("matcher,programs,bins", [("reference", 120, 0), ("compiled", 6, None), ("reference", 60, 1)])
 def test_spark_equals_the_embedded_engine_on_random_programs(
     spark: Any, matcher: str, programs: int, bins: int | None
 ) -> None:
