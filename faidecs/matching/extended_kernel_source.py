@@ -68,6 +68,7 @@ from faidecs.matching.kernel_source import (
     KernelSource,
     NotCompilable,
     _PredicateWriter,
+    constants_in,
 )
 
 #: meta[...] of an extended kernel call (int64).
@@ -216,25 +217,9 @@ def _extended_shape(conjunction: Conjunction) -> str:
 def _all_constants(conjunction: Conjunction) -> tuple[Const, ...]:
     """The constants in the order the generator numbers them: the conjunction's predicates',
     then each negation's."""
-    out: list[Const] = []
-
-    def visit(value: Value) -> None:  # in the order the predicate writer numbers them
-        if isinstance(value, Const):
-            if value.kind is not Kind.BOOL:
-                out.append(value)
-        elif isinstance(value, Negate):
-            visit(value.operand)
-        elif isinstance(value, ArithOp):
-            visit(value.left)
-            visit(value.right)
-
-    for p in _ordered(conjunction):
-        visit(p.left)
-        visit(p.right)
+    out = constants_in(_ordered(conjunction))
     for preds in _negation_predicates(conjunction):
-        for p in preds:
-            visit(p.left)
-            visit(p.right)
+        out += constants_in(preds)
     return tuple(out)
 
 

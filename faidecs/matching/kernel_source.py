@@ -26,7 +26,7 @@ in the prescribed order, so it returns the same relation as the full search (see
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -223,8 +223,9 @@ def _ordered(conjunction: Conjunction) -> list[Predicate]:
     return sorted(conjunction.predicates, key=lambda p: _predicate_shape(p, types))
 
 
-def _constants_of(conjunction: Conjunction) -> tuple[Const, ...]:
-    """The conjunction's parameterised constants, in the order the generator numbers them."""
+def constants_in(predicates: Iterable[Predicate]) -> list[Const]:
+    """The parameterised constants of ``predicates``, in the order the predicate writer numbers
+    them (left operand before right, depth first; booleans are written inline)."""
     out: list[Const] = []
 
     def visit(value: Value) -> None:
@@ -237,10 +238,15 @@ def _constants_of(conjunction: Conjunction) -> tuple[Const, ...]:
             visit(value.left)
             visit(value.right)
 
-    for p in _ordered(conjunction):
+    for p in predicates:
         visit(p.left)
         visit(p.right)
-    return tuple(out)
+    return out
+
+
+def _constants_of(conjunction: Conjunction) -> tuple[Const, ...]:
+    """The conjunction's parameterised constants, in the order the generator numbers them."""
+    return tuple(constants_in(_ordered(conjunction)))
 
 
 # Generated sources by shape (and the declarations of the types they read): a thousand

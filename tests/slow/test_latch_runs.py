@@ -21,7 +21,7 @@ from faidecs.runs.runlog import RunLog
 
 pytestmark = pytest.mark.slow
 
-RUNS = int(os.environ.get("FAIDECS_LATCH_RUNS", "600"))
+RUNS = int(os.environ.get("FAIDECS_LATCH_RUNS", "400"))
 DELIVER = LatePolicy.DELIVER
 
 VARIANTS: dict[str, LatchConfig | None] = {

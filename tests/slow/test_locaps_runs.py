@@ -20,7 +20,7 @@ from faidecs.runs.runlog import RunLog
 
 pytestmark = pytest.mark.slow
 
-RUNS = int(os.environ.get("FAIDECS_LOCAPS_RUNS", "600"))
+RUNS = int(os.environ.get("FAIDECS_LOCAPS_RUNS", "400"))
 
 MUST_HOLD = [
     Property.GAPLESS_FIFO_DELIVERY,

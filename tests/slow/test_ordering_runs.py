@@ -22,7 +22,7 @@ from faidecs.runs.runlog import RunLog
 
 pytestmark = pytest.mark.slow
 
-RUNS = int(os.environ.get("FAIDECS_ORDERING_RUNS", "400"))
+RUNS = int(os.environ.get("FAIDECS_ORDERING_RUNS", "300"))
 
 MUST_HOLD = list(KEPT_ON_EVERY_LAYER)
 
