@@ -141,11 +141,7 @@ class ConjunctionState:
                 )
 
     def snapshot(self) -> dict[str, Any]:
-        out: dict[str, Any] = {t: [e.to_json() for e in q] for t, q in self.queues.items()}
-        out[ARRIVALS] = {t: list(a) for t, a in self.arrivals.items()}
-        out[TICKS] = {t: list(k) for t, k in self.ticks.items()}
-        out[CLOCK] = self.clock
-        return out
+        return write_queues(self.queues, self.arrivals, self.ticks, self.clock)
 
     def restore(self, saved: Any, validate: Validate, published: int) -> None:
         """Take the queues of a :meth:`snapshot`; raises :class:`SnapshotError` if they do not fit."""
@@ -154,6 +150,17 @@ class ConjunctionState:
 
 
 SavedQueues = tuple[Queues, dict[str, list[int]], dict[str, list[int]], int]
+
+
+def write_queues(
+    queues: Queues, arrivals: dict[str, list[int]], ticks: dict[str, list[int]], clock: int
+) -> dict[str, Any]:
+    """Queues, arrival numbers, ticks and clock as a conjunction snapshot (:func:`read_queues` reads it)."""
+    out: dict[str, Any] = {t: [e.to_json() for e in q] for t, q in queues.items()}
+    out[ARRIVALS] = {t: list(a) for t, a in arrivals.items()}
+    out[TICKS] = {t: list(k) for t, k in ticks.items()}
+    out[CLOCK] = clock
+    return out
 
 
 def read_queues(saved: Any, types: tuple[str, ...], validate: Validate, published: int) -> SavedQueues:

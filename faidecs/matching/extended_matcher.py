@@ -248,7 +248,7 @@ class ExtendedMatcher:
             assert self.window is not None
             anchor = view[check.first]
             assert anchor is not None
-            deadline = anchor.values[anchor.event_type.position(self.window.attribute)] + self.window.duration
+            deadline = self.deadline(anchor)
             if not moment.watermark > deadline:
                 return False
             window: Callable[[Logged], bool] = lambda x: x.arrival > first and x.time <= deadline  # noqa: E731
@@ -265,12 +265,17 @@ class ExtendedMatcher:
         view[check.extra] = None
         return True
 
-    def deadlines(self, view_of: Callable[[Slot], Event]) -> list[Any]:
-        """The absence deadlines of an assignment (the anchors' times plus the window)."""
-        assert self.window is not None or not self.absences
+    def deadline(self, anchor: Event) -> Any:
+        """An absence's deadline: its anchor's time plus the window."""
+        assert self.window is not None
+        return anchor.values[anchor.event_type.position(self.window.attribute)] + self.window.duration
+
+    def deadlines(self, chosen: Sequence[Choice], queues: Mapping[str, Sequence[Event]]) -> list[Any]:
+        """The absence deadlines of an assignment. Anchors are instances, never groups, so each
+        one's choice is a queue position."""
         out = []
         for check in self.absences:
-            anchor = view_of(check.negation.first)
-            assert self.window is not None
-            out.append(anchor.values[anchor.event_type.position(self.window.attribute)] + self.window.duration)
+            choice = chosen[check.first]
+            assert isinstance(choice, int)
+            out.append(self.deadline(queues[check.negation.first.type_name][choice]))
         return out

@@ -17,7 +17,7 @@ from typing import Any
 from faidecs.errors import EngineStateError, QueueOverflowError, SnapshotError
 from faidecs.grammar.model import Aggregate, Conjunction, Disposal, Matching, Slot, Window, value_parts
 from faidecs.matching.bounds import UNBOUNDED, Bounds
-from faidecs.matching.conjunction_state import Validate, read_queues
+from faidecs.matching.conjunction_state import Validate, read_queues, write_queues
 from faidecs.matching.events import Event
 from faidecs.matching.extended_matcher import Choice, ExtendedMatcher, Logged, Moment
 from faidecs.matching.extended_values import aggregate
@@ -180,11 +180,7 @@ class ExtendedConjunctionState:
                 marks = self.arrivals[type_name]
                 if any(marks[p] == new for p in positions):
                     return True
-        if not self.matcher.absences:
-            return False
-        relation = self._found(chosen)
-        by_slot = dict(zip(self.conjunction.signature, relation.relation))
-        return any(d >= before for d in self.matcher.deadlines(by_slot.__getitem__))
+        return any(d >= before for d in self.matcher.deadlines(chosen, self.queues))
 
     def _found(self, chosen: list[Choice]) -> Found:
         events: list[Event] = []
@@ -282,12 +278,8 @@ class ExtendedConjunctionState:
                 raise EngineStateError(f"an event older than the window ({cutoff}) is still queued")
 
     def snapshot(self) -> dict[str, Any]:
-        plain: dict[str, Any] = {t: [e.to_json() for e in q] for t, q in self.queues.items()}
-        plain["@arrivals"] = {t: list(a) for t, a in self.arrivals.items()}
-        plain["@ticks"] = {t: list(k) for t, k in self.ticks.items()}
-        plain["@clock"] = self.clock
         return {
-            "queues": plain,
+            "queues": write_queues(self.queues, self.arrivals, self.ticks, self.clock),
             "logs": [[{"event": x.event.to_json(), "arrival": x.arrival} for x in log] for log in self.logs],
             "max_time": self.max_time,
             "late": self.late,
