@@ -9,9 +9,9 @@ silently, and no line raises anything but :class:`EventError`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from faidecs.errors import EventError
 from faidecs.matching.delivery import Delivery
@@ -23,6 +23,12 @@ from faidecs.runs.runlog import RunRecorder
 OnError = Literal["stop", "skip"]
 
 
+class Validates(Protocol):
+    """What validates an input line's object: an :class:`Engine`, or anything with its method."""
+
+    def validate(self, obj: Any, *, line: int | None = None) -> Event: ...
+
+
 @dataclass(slots=True)
 class ReplaySummary:
     lines: int = 0
@@ -31,7 +37,7 @@ class ReplaySummary:
     rejected: int = 0
 
 
-def parse_line(engine: Engine, text: str | bytes, line: int, seen_ids: set[str]) -> Event:
+def parse_line(engine: Validates, text: str | bytes, line: int, seen_ids: set[str]) -> Event:
     """Validate one input line (text, or bytes to decode as UTF-8) into an event; raises
     :class:`EventError` naming the line."""
     if isinstance(text, bytes):
@@ -57,6 +63,43 @@ def parse_line(engine: Engine, text: str | bytes, line: int, seen_ids: set[str])
     return event
 
 
+def validated_events(
+    validator: Validates,
+    lines: Iterable[str | bytes | LongLine],
+    summary: ReplaySummary,
+    *,
+    on_error: OnError = "stop",
+    reject: Callable[[int, str | bytes | LongLine, EventError], None] | None = None,
+    progress: Callable[[str | bytes | LongLine], None] | None = None,
+) -> Iterator[Event]:
+    """The valid events of ``lines`` (1-based line numbers), counting lines, events and rejected
+    lines in ``summary``: the reading half of :func:`replay`, which ``faidecs compare`` also uses
+    to validate a stream once for every variant."""
+    if on_error not in ("stop", "skip"):
+        raise ValueError(f"on_error must be 'stop' or 'skip', not {on_error!r}")
+    seen_ids: set[str] = set()
+    for number, text in enumerate(lines, start=1):
+        summary.lines = number
+        if progress is not None:
+            progress(text)
+        try:
+            if isinstance(text, LongLine):
+                raise too_long(text.size, number)
+            if not text.strip():
+                continue
+            event = parse_line(validator, text, number, seen_ids)
+        except EventError as err:
+            if on_error == "stop":
+                raise
+            summary.rejected += 1
+            if reject is not None:
+                reject(number, text, err)
+            continue
+        seen_ids.add(event.id)
+        summary.events += 1
+        yield event
+
+
 def replay(
     engine: Engine,
     lines: Iterable[str | bytes | LongLine],
@@ -71,29 +114,8 @@ def replay(
     delivery order. Lines are text, or bytes as :func:`~faidecs.runs.event_lines.read_lines`
     reads them from a file. With ``on_error="stop"`` the first bad line raises its
     :class:`EventError`; with ``"skip"`` it goes to ``reject`` (with the line as given)."""
-    if on_error not in ("stop", "skip"):
-        raise ValueError(f"on_error must be 'stop' or 'skip', not {on_error!r}")
     summary = ReplaySummary()
-    seen_ids: set[str] = set()
-    for number, text in enumerate(lines, start=1):
-        summary.lines = number
-        if progress is not None:
-            progress(text)
-        try:
-            if isinstance(text, LongLine):
-                raise too_long(text.size, number)
-            if not text.strip():
-                continue
-            event = parse_line(engine, text, number, seen_ids)
-        except EventError as err:
-            if on_error == "stop":
-                raise
-            summary.rejected += 1
-            if reject is not None:
-                reject(number, text, err)
-            continue
-        seen_ids.add(event.id)
-        summary.events += 1
+    for event in validated_events(engine, lines, summary, on_error=on_error, reject=reject, progress=progress):
         if recorder is not None:
             recorder.publish(event.to_json())
         for delivery in engine.publish(event):
