@@ -11,7 +11,7 @@ stamp=.venv/.faidecs-installed
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "faidecs: installing into .venv (log: .venv/install.log)" >&2
-  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[test,lint,bench,spark,overlay,metrics,nats,mqtt]"; } \
+  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[test,lint,bench,compare,spark,overlay,metrics,nats,mqtt]"; } \
       >.venv/install.log 2>&1; then
     cat .venv/install.log >&2
     exit 1

@@ -21,6 +21,9 @@ EXTRA_OF = {
     "prometheus_client": "metrics",
     "nats": "nats",
     "paho": "mqtt",
+    # faidecs compare's plots and rich tables (matplotlib is in the bench extra too)
+    "matplotlib": "compare",
+    "rich": "compare",
 }
 
 #: what an extra needs besides its Python packages
