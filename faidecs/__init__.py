@@ -9,6 +9,8 @@ The names in ``__all__`` are the embedded engine's public API; every module belo
 notice (``docs/architecture.md``, "Public API").
 """
 
+from typing import TYPE_CHECKING, Any
+
 from faidecs.errors import (
     Diagnostic,
     EngineStateError,
@@ -37,12 +39,27 @@ from faidecs.matching.records import (
 )
 from faidecs.matching.stream import DeliveryStream
 
+if TYPE_CHECKING:
+    from faidecs.comparing import Comparison, compare
+
+
+def __getattr__(name: str) -> Any:
+    # faidecs.compare (and its result type) load the lab and the property checker: only on use,
+    # so that `import faidecs` stays as quick as the engine alone.
+    if name in ("compare", "Comparison"):
+        import faidecs.comparing
+
+        return getattr(faidecs.comparing, name)
+    raise AttributeError(f"module 'faidecs' has no attribute {name!r}")
+
+
 __all__ = [
     "BatchGroup",
     "BatchResult",
     "Bounds",
     "BoundsSpec",
     "ColumnTable",
+    "Comparison",
     "ConjunctionMetrics",
     "Covering",
     "Delivery",
@@ -68,6 +85,7 @@ __all__ = [
     "SnapshotError",
     "StateJson",
     "SubscriptionNotFound",
+    "compare",
     "compile_program",
 ]
 

@@ -12,6 +12,7 @@ from typing import IO
 
 from faidecs.cli.extras import missing_extra_message
 from faidecs.cli.inputs import CliError, read_text
+from faidecs.cli.rejects import reject_record
 from faidecs.cli.text_format import TextFormat
 from faidecs.errors import EventError, FaidecsError, ProgramError
 from faidecs.grammar import compile_program
@@ -20,14 +21,11 @@ from faidecs.matching.bounds import Bounds
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
 from faidecs.matching.records import MATCHERS
-from faidecs.runs.event_lines import LongLine, read_lines, shown_input
+from faidecs.runs.event_lines import LongLine, read_lines
 from faidecs.runs.replay import replay
 
 #: Inputs at least this large get a progress bar on stderr (when stderr is a terminal, or forced).
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024
-
-#: Characters of a rejected line a rejects record keeps (then ``input_bytes`` gives its length).
-REJECT_INPUT_CHARS = 1000
 
 
 @contextlib.contextmanager
@@ -70,23 +68,6 @@ def _open_event_bytes(path: str) -> Iterator[IO[bytes] | IO[str]]:
         raise CliError(f"cannot read {path}: {exc.strerror}") from None
     with f:
         yield f
-
-
-def _reject_record(line: int, raw: str | bytes | LongLine, err: EventError) -> dict[str, object]:
-    """One line of the rejects file; a long line is cut (a 20 MB line must not make a 40 MB record)."""
-    text = shown_input(raw)
-    record: dict[str, object] = {"line": line}
-    if err.column is not None:
-        record["column"] = err.column
-    record["error"] = err.reason
-    record["input"] = text
-    if isinstance(raw, LongLine) or len(text) > REJECT_INPUT_CHARS:
-        record["input"] = text[:REJECT_INPUT_CHARS] + "…"
-        if isinstance(raw, str):
-            record["input_chars"] = len(text)
-        else:
-            record["input_bytes"] = raw.size if isinstance(raw, LongLine) else len(raw.rstrip(b"\r\n"))
-    return record
 
 
 def _positive(text: str) -> int:
@@ -169,7 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         def reject(line: int, raw: str | bytes | LongLine, err: EventError) -> None:
             print(f"{source_name}:{err}", file=sys.stderr)
             assert rejects is not None
-            rejects.write(json.dumps(_reject_record(line, raw, err)) + "\n")
+            rejects.write(json.dumps(reject_record(line, raw, err)) + "\n")
 
         progress = None
         size = os.path.getsize(args.events) if args.events != "-" else 0
@@ -387,6 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="scenarios use this operator of the extended language (absence and window: windowed runs)",
     )
     lab.set_defaults(func=cmd_lab)
+
+    from faidecs.cli.compare import add_parser as add_compare
+
+    add_compare(sub)
 
     from faidecs.cli.overlay import add_parser as add_overlay
 

@@ -19,7 +19,7 @@ from faidecs.matching.events import Event
 
 def shown(events: Sequence[Event], position: int) -> ShownEvent:
     e = events[position]
-    return ShownEvent(position, e.id, e.type, e.attrs)
+    return ShownEvent(position + 1, e.id, e.type, e.attrs)
 
 
 def _first_use(deliveries: Sequence[Compact]) -> dict[int, int]:
@@ -40,13 +40,11 @@ def _at(deliveries: Sequence[Compact], start: int, arrival: int) -> list[Compact
     return out
 
 
-def _relations(
-    found: list[Compact], events: Sequence[Event], other_first: dict[int, int]
-) -> tuple[ShownRelation, ...]:
+def _relations(found: list[Compact], events: Sequence[Event], other_first: dict[int, int]) -> tuple[ShownRelation, ...]:
     out = []
     for d in found:
         used = tuple(
-            f"{events[p].id}: in its relation delivered at event #{other_first[p]}"
+            f"{events[p].id}: in its relation delivered at event #{other_first[p] + 1}"
             for p in d.positions
             if p in other_first and other_first[p] <= d.arrival
         )
@@ -81,7 +79,7 @@ def difference(
         common,
         only_a,
         only_b,
-        first_arrival=arrival,
+        first_arrival=arrival + 1,
         trigger=shown(events, arrival),
         a_relations=_relations(_at(da, i, arrival), events, _first_use(db)),
         b_relations=_relations(_at(db, i, arrival), events, _first_use(da)),

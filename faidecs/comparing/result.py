@@ -18,6 +18,11 @@ RunVerdict = Literal["holds", "violated", "unproven", "undecided"]
 LabVerdict = Literal["kept", "lost"] | None
 
 
+def slug(name: str) -> str:
+    """A variant's folder name: its name without spaces ("FR+PI staged" -> "FR+PI-staged")."""
+    return name.replace(" ", "-")
+
+
 @dataclass(frozen=True, slots=True)
 class Latency:
     """Per-event ``publish()`` latency percentiles, in microseconds."""
@@ -95,6 +100,11 @@ class VariantResult:
     verdicts: tuple[Verdict, ...] = ()  # the whole run's, as ``faidecs verify --all``
     queues: QueueSeries | None = None
 
+    @property
+    def slug(self) -> str:
+        """The variant's folder under ``--out``."""
+        return slug(self.name)
+
     def subscription(self, name: str) -> SubscriptionFigures:
         for s in self.subscriptions:
             if s.name == name:
@@ -110,7 +120,8 @@ class VariantResult:
 
 @dataclass(frozen=True, slots=True)
 class ShownEvent:
-    """An event as a difference shows it: its position in the stream (0-based), id, type, attributes."""
+    """An event as a difference shows it: its number in the stream (1: the first event
+    published; blank lines and rejected lines are not counted), id, type, attributes."""
 
     position: int
     id: str
@@ -124,7 +135,7 @@ class ShownRelation:
     events: tuple[ShownEvent, ...]
     timeout: bool = False
     #: per event of the relation that the other variant had already put in a relation of its own
-    #: before this one: "id: in its relation delivered at event #N"
+    #: before this one: "id: in its relation delivered at event #N" (N as :attr:`ShownEvent.position`)
     used_by_other: tuple[str, ...] = ()
 
 
@@ -139,7 +150,8 @@ class Difference:
     common: int  # relations both deliver
     only_a: int
     only_b: int
-    #: the first event (0-based position) at which their deliveries differ, and the event itself
+    #: the first event (its number, as :attr:`ShownEvent.position`) at which their deliveries
+    #: differ, and the event itself
     first_arrival: int | None = None
     trigger: ShownEvent | None = None
     #: what each delivered at that event (the first relations where they part ways)

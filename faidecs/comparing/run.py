@@ -175,6 +175,13 @@ def _run(variant: Variant) -> tuple[VariantResult, dict[str, list[Compact]]]:
     return result, measured.deliveries
 
 
+def _cores() -> int:
+    """The cores this process may run on (its affinity where the platform tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _pairs(
     pairs: Sequence[tuple[str, str]] | None, ran: Sequence[Variant], program: Program
 ) -> list[tuple[str, str, str]]:
@@ -184,7 +191,7 @@ def _pairs(
         for a, b in pairs:
             for name in (a, b):
                 if name not in names:
-                    raise OptionsError(f"--pairs: {name!r} is not a variant of this comparison; they are: {', '.join(names)}")
+                    raise OptionsError(f"--pairs: {name!r} is not a variant here; they are: {', '.join(names)}")
         return [(s.name, a, b) for a, b in pairs for s in program.subscriptions]
     out = []
     for s in program.subscriptions:
@@ -210,6 +217,7 @@ def compare(
     logs: bool = False,
     on_error: OnError = "stop",
     reject: Reject | None = None,
+    filename: str | None = None,
 ) -> Comparison:
     """Run ``program`` over ``events`` once per option combination and compare the runs.
 
@@ -226,13 +234,14 @@ def compare(
     and memory after every ``every``-th event (default: a thousand samples over the stream;
     1 gives the exact peak). ``out``: write each variant's program and deliveries (as
     ``faidecs run`` prints them) under ``out/<variant>/``; ``logs`` also its run log, which
-    ``faidecs verify`` reads. ``workers``: processes for the variants (default: one per core)."""
+    ``faidecs verify`` reads. ``workers``: processes for the variants (default: one per core).
+    ``filename``: the program's name in diagnostics and the report."""
     global _JOB
     start = time.perf_counter()
-    filename = "<program>"
     if isinstance(program, Path):
-        filename = str(program)
+        filename = filename or str(program)
         program = program.read_text(encoding="utf-8")
+    filename = filename or "<program>"
     if isinstance(program, str):
         program = compile_program(program, filename)
     chosen = parse_options(options) if isinstance(options, str) else list(options)
@@ -259,7 +268,7 @@ def compare(
         folder,
         logs,
     )
-    count = workers if workers is not None else len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    count = workers if workers is not None else _cores()
     count = max(1, min(count, len(ran)))
     try:
         if count > 1 and "fork" in multiprocessing.get_all_start_methods():

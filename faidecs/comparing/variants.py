@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from faidecs.comparing.result import slug
 from faidecs.errors import FaidecsError
 from faidecs.grammar import compile_program
 from faidecs.grammar.model import Covering, Program, Subscription
@@ -43,7 +44,7 @@ class Variant:
     @property
     def slug(self) -> str:
         """The variant's folder name under ``--out``."""
-        return self.name.replace(" ", "-")
+        return slug(self.name)
 
     def options_of(self, sub: Subscription) -> Subscription:
         """``sub`` with this variant's options."""
@@ -91,12 +92,13 @@ def parse_options(text: str) -> list[Combination | None]:
 def variants(options: Sequence[Combination | None], covering: CoveringChoice = "as-written") -> list[Variant]:
     if covering not in COVERING_CHOICES:
         raise OptionsError(f"covering {covering!r}: one of {', '.join(COVERING_CHOICES)}")
-    coverings: list[Covering | None] = {
+    table: dict[str, list[Covering | None]] = {
         "as-written": [None],
         "plain": [Covering.PLAIN],
         "staged": [Covering.STAGED],
         "both": [Covering.PLAIN, Covering.STAGED],
-    }[covering]
+    }
+    coverings = table[covering]
     return [Variant(c, k) for c in options for k in coverings]
 
 

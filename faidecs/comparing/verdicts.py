@@ -46,7 +46,9 @@ def _names(v: Violation, process: str | None) -> bool:
     return process is None or not v.processes or process in v.processes
 
 
-def verdicts(report: Report, subscriptions: Mapping[str, Subscription], process: str | None = None) -> tuple[Verdict, ...]:
+def verdicts(
+    report: Report, subscriptions: Mapping[str, Subscription], process: str | None = None
+) -> tuple[Verdict, ...]:
     """Every property of ``report``, for the whole run (``process`` None) or one subscription."""
     judged = list(subscriptions.values()) if process is None else [subscriptions[process]]
     out = []
@@ -55,6 +57,7 @@ def verdicts(report: Report, subscriptions: Mapping[str, Subscription], process:
         mine = [v for v in found if _names(v, process)]
         unproven = [v for v in report.unproven.get(prop, []) if _names(v, process)]
         run: RunVerdict
+        notes: tuple[str, ...]
         if prop in report.undecided:
             run, notes = "undecided", (report.undecided[prop],)
         elif mine:
