@@ -12,8 +12,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,7 @@ from faidecs.matching.records import Matcher
 from faidecs.properties import check
 from faidecs.runs.replay import OnError
 from faidecs.runs.runlog import RunLog, RunRecorder
+from faidecs.runs.runlog_records import Delivered, Published
 
 #: Queue samples over a stream, by default (``every`` = events // SAMPLES).
 SAMPLES = 1000
@@ -68,6 +72,10 @@ class _Job:
     verify: bool
     out: Path | None
     logs: bool
+    #: each event as the run log records it, and each by id (verification only): made once here,
+    #: not once per variant
+    stamped: list[dict[str, Any]]
+    by_id: dict[str, Event]
 
 
 _JOB: _Job | None = None
@@ -77,22 +85,35 @@ def _types_source(program: Program) -> str:
     return "\n".join(t.source or t.declaration() for t in program.types.values()) + "\n"
 
 
-def run_log(program: Program, events: Sequence[Event], measured: Measured) -> RunLog:
-    """The run log ``faidecs run --log`` records for this run, built from its deliveries."""
-    recorder = RunRecorder(_types_source(program), {s.name: s.source for s in program.subscriptions})
+def stamped_events(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """Each event as ``faidecs run --log`` records it (publisher and seq filled in)."""
+    stamp = RunRecorder("", {}).stamp
+    return [stamp(e.to_json()) for e in events]
+
+
+def run_log(program: Program, events: Sequence[Event], stamped: Sequence[dict[str, Any]], measured: Measured) -> RunLog:
+    """The run log ``faidecs run --log`` records for this run (one clock for publications and
+    deliveries, each delivery after the publication that made it), built from its deliveries;
+    ``stamped``: :func:`stamped_events` of ``events``. Built here rather than through
+    :class:`RunRecorder`, whose per-call cost doubles the time for a million events."""
+    log = RunLog(_types_source(program), {s.name: s.source for s in program.subscriptions})
     cursor = dict.fromkeys(measured.deliveries, 0)
-    order = iter(measured.order)
-    pending = next(order, None)
+    flat: list[tuple[str, Compact]] = []
+    for name in measured.order:
+        flat.append((name, measured.deliveries[name][cursor[name]]))
+        cursor[name] += 1
+    publish, deliver = log.published.append, log.delivered.append
+    time, j, count = 0, 0, len(flat)
     for k in range(measured.events):
-        recorder.publish(events[k].to_json())
-        while pending is not None:
-            d = measured.deliveries[pending][cursor[pending]]
-            if d.arrival != k:
-                break
-            cursor[pending] += 1
-            recorder.deliver(pending, d.conjunction, [events[p].id for p in d.positions])
-            pending = next(order, None)
-    return recorder.finish(measured.final_state)
+        time += 1
+        publish(Published(time, stamped[k]))
+        while j < count and flat[j][1].arrival == k:
+            name, d = flat[j]
+            time += 1
+            deliver(Delivered(time, name, d.conjunction, tuple(events[p].id for p in d.positions)))
+            j += 1
+    log.final = dict(measured.final_state)
+    return log
 
 
 def _run(variant: Variant) -> tuple[VariantResult, dict[str, list[Compact]]]:
@@ -121,8 +142,8 @@ def _run(variant: Variant) -> tuple[VariantResult, dict[str, list[Compact]]]:
     verify_start = time.perf_counter()
     report = None
     if job.verify:
-        log = run_log(program, events, measured)
-        log.validated = {e.id: e for e in events[: measured.events]}
+        log = run_log(program, events, job.stamped, measured)
+        log.validated = job.by_id
         report = check(log)
         if folder is not None and job.logs:
             with open(folder / "runlog.jsonl", "w", encoding="utf-8") as f:
@@ -173,6 +194,57 @@ def _run(variant: Variant) -> tuple[VariantResult, dict[str, list[Compact]]]:
         ),
     )
     return result, measured.deliveries
+
+
+Outcome = tuple[VariantResult, dict[str, list[Compact]]]
+
+
+def _child(variant: Variant, send: Connection) -> None:
+    try:
+        send.send(("ok", _run(variant)))
+    except BaseException:  # the parent reports it, with the variant's name
+        send.send(("error", traceback.format_exc()))
+    finally:
+        send.close()
+
+
+def _in_workers(ran: Sequence[Variant], count: int) -> list[Outcome]:
+    """Each variant in a fresh forked process, at most ``count`` at once. Plain processes rather
+    than a pool: a pool forks its later workers from its own threads, and forking a process
+    with threads can deadlock (Python 3.12 warns of it)."""
+    context = multiprocessing.get_context("fork")
+    outcomes: list[Outcome | None] = [None] * len(ran)
+    waiting = list(enumerate(ran))
+    running: dict[Connection, tuple[int, BaseProcess]] = {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < count:
+                index, variant = waiting.pop(0)
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(target=_child, args=(variant, send), name=f"faidecs compare {variant.name}")
+                process.start()
+                send.close()
+                running[receive] = (index, process)
+            for ready in wait(list(running)):
+                assert isinstance(ready, Connection)
+                index, done = running.pop(ready)
+                try:
+                    status, value = ready.recv()
+                except EOFError:
+                    done.join()
+                    raise FaidecsError(
+                        f"variant {ran[index].name}: its worker process died (exit code {done.exitcode}; "
+                        "out of memory? try fewer --workers or a bound such as --max-age)"
+                    ) from None
+                done.join()
+                if status != "ok":
+                    raise FaidecsError(f"variant {ran[index].name} failed in its worker:\n{value}")
+                outcomes[index] = value
+    finally:
+        for _, left in running.values():
+            left.kill()
+            left.join()
+    return [o for o in outcomes if o is not None]
 
 
 def _cores() -> int:
@@ -267,13 +339,14 @@ def compare(
         verify,
         folder,
         logs,
+        stamped_events(stream.events) if verify else [],
+        {e.id: e for e in stream.events} if verify else {},
     )
     count = workers if workers is not None else _cores()
     count = max(1, min(count, len(ran)))
     try:
         if count > 1 and "fork" in multiprocessing.get_all_start_methods():
-            with multiprocessing.get_context("fork").Pool(count, maxtasksperchild=1) as pool:
-                outcomes = pool.map(_run, ran, chunksize=1)
+            outcomes = _in_workers(ran, count)
         else:
             count = 1
             outcomes = [_run(v) for v in ran]

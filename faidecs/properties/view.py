@@ -97,11 +97,12 @@ class RunView:
         self.published: dict[str, Published] = {}
         self.events: dict[str, Event] = {}
         for p in log.published:
-            if p.id in self.published:
-                raise RunLogError(f"event id {p.id!r} published twice")
-            self.published[p.id] = p
-            known = log.validated.get(p.id)  # validated by the reader already
-            self.events[p.id] = known if known is not None else validator.validate(p.event)
+            event_id = p.id
+            if event_id in self.published:
+                raise RunLogError(f"event id {event_id!r} published twice")
+            self.published[event_id] = p
+            known = log.validated.get(event_id)  # validated by the reader already
+            self.events[event_id] = known if known is not None else validator.validate(p.event)
         self.streams: dict[StreamKey, Stream] = {}
         self._timelines: dict[StreamKey, Timeline] = {}
         for name, sub in self.subscriptions.items():

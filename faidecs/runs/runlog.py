@@ -157,14 +157,25 @@ class RunRecorder:
 
     def publish(self, event: Mapping[str, Any], *, default_publisher: str = "publisher") -> dict[str, Any]:
         """Record a publication; fills in ``publisher`` and a per-publisher ``seq`` when missing."""
+        stamped = self.stamp(event, default_publisher=default_publisher)
+        self.publish_stamped(stamped)
+        return stamped
+
+    def stamp(self, event: Mapping[str, Any], *, default_publisher: str = "publisher") -> dict[str, Any]:
+        """``event`` as :meth:`publish` records it (``publisher`` and ``seq`` filled in), counting it
+        in its publisher's sequence, without recording it: several logs of one stream (``faidecs
+        compare``'s) share the stamped events and record them with :meth:`publish_stamped`."""
         stamped = dict(event)
         publisher = stamped.setdefault("publisher", default_publisher)
         if "seq" not in stamped:
             stamped["seq"] = self._seq.get(publisher, 0)
         self._seq[publisher] = max(self._seq.get(publisher, 0), stamped["seq"]) + 1
+        return stamped
+
+    def publish_stamped(self, stamped: dict[str, Any]) -> None:
+        """Record a publication :meth:`stamp` made (it is not copied: it must not change)."""
         self._time += 1
         self.log.published.append(Published(self._time, stamped))
-        return stamped
 
     def deliver(self, process: str, conjunction: int, relation: Iterable[str], id: str | None = None) -> None:
         self._time += 1

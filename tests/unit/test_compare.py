@@ -6,6 +6,7 @@ independent replay of both)."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from pathlib import Path
@@ -287,3 +288,20 @@ def test_cli_refuses_bad_options(
     events = write_jsonl(tmp_path / "e.jsonl", stock_stream(5, seed=1))
     code, _, err = run_cli(["compare", "--program", str(STOCK), "--events", str(events), *extra], capsys)
     assert code == 1 and message in err
+
+
+def test_a_worker_that_dies_or_fails_is_named_with_its_variant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from faidecs.comparing import run as run_module
+    from faidecs.errors import FaidecsError
+
+    events = write_jsonl(tmp_path / "e.jsonl", stock_stream(20, seed=2))
+    monkeypatch.setattr(run_module, "_run", lambda variant: os._exit(3))  # the forked child inherits it
+    with pytest.raises(FaidecsError, match=r"variant FR\+PI: its worker process died \(exit code 3"):
+        compare(STOCK, events, options="FR+PI,MR+I", workers=2)
+
+    def failing(variant: Any) -> Any:
+        raise RuntimeError(f"no kernel for {variant.name}")
+
+    monkeypatch.setattr(run_module, "_run", failing)
+    with pytest.raises(FaidecsError, match=r"variant FR\+PI failed in its worker:\n(.|\n)*no kernel for FR\+PI"):
+        compare(STOCK, events, options="FR+PI,MR+I", workers=2)
