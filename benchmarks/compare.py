@@ -45,8 +45,11 @@ def write_stream(n: int, folder: Path) -> tuple[Path, Path]:
     return program, events
 
 
-def timed(args: list[str], cache: Path) -> tuple[float, str]:
+def timed(args: list[str], cache: Path, kernels: str | None = None) -> tuple[float, str]:
     env = dict(os.environ, FAIDECS_CACHE_DIR=str(cache))
+    env.pop("FAIDECS_KERNELS", None)
+    if kernels is not None:
+        env["FAIDECS_KERNELS"] = kernels
     start = time.perf_counter()
     done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
@@ -56,29 +59,25 @@ def timed(args: list[str], cache: Path) -> tuple[float, str]:
 
 
 def measure(program: Path, events: Path, age: int, cache: Path, out: Path) -> dict[str, Any]:
+    """``faidecs run`` as users run it (kernels loaded in the background: the reference matcher
+    runs the first events), ``faidecs run`` with ``FAIDECS_KERNELS=eager`` (every kernel loaded
+    before the first event, as compare loads them), then the comparison."""
     bound = ["--max-age", str(age)]
-    run_s, _ = timed(
-        [*FAIDECS, "run", "--program", str(program), "--events", str(events), "--out", os.devnull, *bound], cache
-    )
+    run = [*FAIDECS, "run", "--program", str(program), "--events", str(events), "--out", os.devnull, *bound]
+    run_s, _ = timed(run, cache)
+    eager_s, _ = timed(run, cache, kernels="eager")
+    options = ["--options", "all", *bound, "--json", "--out", str(out)]
     compare_s, printed = timed(
-        [
-            *FAIDECS,
-            "compare",
-            "--program",
-            str(program),
-            "--events",
-            str(events),
-            "--options",
-            "all",
-            *bound,
-            "--json",
-            "--out",
-            str(out),
-        ],
-        cache,
+        [*FAIDECS, "compare", "--program", str(program), "--events", str(events), *options], cache
     )
-    result = json.loads(printed)
-    return {"run_seconds": run_s, "compare_seconds": compare_s, "ratio": compare_s / run_s, "result": result}
+    return {
+        "run_seconds": run_s,
+        "eager_run_seconds": eager_s,
+        "compare_seconds": compare_s,
+        "ratio": compare_s / run_s,
+        "eager_ratio": compare_s / eager_s,
+        "result": json.loads(printed),
+    }
 
 
 def variants_table(result: dict[str, Any]) -> list[str]:
@@ -148,8 +147,9 @@ def main() -> None:
         )
         lines.append("")
         lines += [
-            "| kernel cache | faidecs run s | faidecs compare (16 options) s | ratio | goal |",
-            "|---|---|---|---|---|",
+            "| kernel cache | faidecs run s | the same, kernels eager s | faidecs compare (16 options) s | ratio | "
+            "ratio to eager | goal (≤ 10x the faster run) |",
+            "|---|---|---|---|---|---|---|",
         ]
         warm_cache = folder / "warm-cache"
         kinds = ["cold", "warm"] if args.cache == "both" else [args.cache]
@@ -174,10 +174,10 @@ def main() -> None:
                 )
             m = measure(program, events, args.max_age, cache, folder / f"out-{kind}")
             found[kind] = m
-            verdict = "met" if m["ratio"] <= 10 else "missed"
+            verdict = "met" if max(m["ratio"], m["eager_ratio"]) <= 10 else "missed"
             lines.append(
-                f"| {kind} | {m['run_seconds']:.1f} | {m['compare_seconds']:.1f} | {m['ratio']:.2f}x | "
-                f"≤ 10x: {verdict} |"
+                f"| {kind} | {m['run_seconds']:.1f} | {m['eager_run_seconds']:.1f} | {m['compare_seconds']:.1f} | "
+                f"{m['ratio']:.2f}x | {m['eager_ratio']:.2f}x | {verdict} |"
             )
         last = found[kinds[-1]]["result"]
         lines += [

@@ -102,7 +102,7 @@ def _extended_witness(
     """An assignment of ``candidates`` that MATCH would find valid at some arrival of the run
     (new there under disposal NONE), with that arrival; groups, negations and the window judged as
     :mod:`faidecs.properties.extended` says."""
-    order = {e: p.time for e, p in view.published.items()}
+    order = view.times
     timeline = view.timeline(stream)
     for tried, bound in enumerate(assignments(stream.conjunction, candidates, order, _newest_first(stream))):
         if tried >= SEARCH_LIMIT:
@@ -137,7 +137,7 @@ def _extended_conjunction_validity(view: RunView, stream: Stream, last: int) -> 
 
 
 def conjunction_validity(view: RunView) -> list[Violation]:
-    order = {e: p.time for e, p in view.published.items()}
+    order = view.times
     for stream in view.streams.values():
         conj = stream.conjunction
         if stream.process in view.log.left:
@@ -187,7 +187,7 @@ def _event_validity_cases(view: RunView) -> Iterator[Violation | Overtaken]:
     was disposed (or, under disposal NONE, when another event takes its place for ever), an
     :class:`Overtaken` when it is still queued but a younger event took its place; one case per
     event (its first position with partners)."""
-    order = {e: p.time for e, p in view.published.items()}
+    order = view.times
     for stream in view.streams.values():
         conj = stream.conjunction
         extended = stream.subscription.extended

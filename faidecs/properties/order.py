@@ -7,6 +7,7 @@ identical sliding-window processes disagree with themselves.
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 
@@ -157,10 +158,10 @@ def type_local_order(view: RunView) -> list[Violation]:
             known = first_by_process[s.process].get(event_id)
             if known is None or time < known:
                 first_by_process[s.process][event_id] = time
-    for publication in view.log.published:
+    # Only processes that deliver publish in reaction; their publications in publication order.
+    reacting = [pubs for process, pubs in view.publications_by().items() if process in first_by_process]
+    for publication in heapq.merge(*reacting, key=lambda p: p.time):
         process = publication.publisher
-        if process not in first_by_process:
-            continue
         for e, t in first_by_process[process].items():
             if t >= publication.time or e not in view.events or view.events[e].type != publication.type:
                 continue

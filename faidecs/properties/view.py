@@ -96,13 +96,18 @@ class RunView:
         validator = EventValidator(self.types)
         self.published: dict[str, Published] = {}
         self.events: dict[str, Event] = {}
-        for p in log.published:
+        #: each event's publication time (what the order and liveness checks compare)
+        self.times: dict[str, int] = {}
+        published, events, times, validated = self.published, self.events, self.times, log.validated
+        for p in log.published:  # a million publications in a big log: kept lean
             event_id = p.id
-            if event_id in self.published:
+            if event_id in published:
                 raise RunLogError(f"event id {event_id!r} published twice")
-            self.published[event_id] = p
-            known = log.validated.get(event_id)  # validated by the reader already
-            self.events[event_id] = known if known is not None else validator.validate(p.event)
+            published[event_id] = p
+            times[event_id] = p.time
+            known = validated.get(event_id)  # validated by the reader already
+            events[event_id] = known if known is not None else validator.validate(p.event)
+        self._by_publisher: dict[str, list[Published]] | None = None
         self.streams: dict[StreamKey, Stream] = {}
         self._timelines: dict[StreamKey, Timeline] = {}
         for name, sub in self.subscriptions.items():
@@ -136,6 +141,20 @@ class RunView:
         values = {partition_value(sub, e): None for e in self.events.values() if e.type in types}
         return list(values)
 
+    def publications_by(self) -> dict[str, list[Published]]:
+        """Each publisher's publications, in publication order (made once per view)."""
+        if self._by_publisher is None:
+            by: dict[str, list[Published]] = {}
+            for p in self.log.published:
+                publisher = p.publisher
+                found = by.get(publisher)
+                if found is None:
+                    by[publisher] = [p]
+                else:
+                    found.append(p)
+            self._by_publisher = by
+        return self._by_publisher
+
     def joined_at(self, process: str) -> int:
         """When ``process`` joined (0 for processes present from the start)."""
         joined = self.log.joined.get(process)
@@ -166,7 +185,7 @@ class RunView:
         """What an extended stream's state saw (:mod:`faidecs.properties.extended`)."""
         found = self._timelines.get(stream.key)
         if found is None:
-            times = {e: p.time for e, p in self.published.items()}
+            times = self.times
             found = self._timelines[stream.key] = Timeline(
                 stream.subscription, stream.conjunction, self.seen(stream), times
             )
