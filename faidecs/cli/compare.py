@@ -9,21 +9,11 @@ import shutil
 import sys
 from pathlib import Path
 
-from faidecs.cli.inputs import CliError, read_text
+from faidecs.cli.inputs import CliError, positive, read_text
 from faidecs.cli.rejects import reject_record
 from faidecs.errors import EventError
 from faidecs.matching.records import MATCHERS
 from faidecs.runs.event_lines import LongLine
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
 
 
 def _pairs(text: str) -> list[tuple[str, str]]:
@@ -185,15 +175,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--style", choices=("auto", "rich", "plain"), default="auto", help="tables drawn by rich (auto: on a terminal)"
     )
     p.add_argument("--matcher", choices=MATCHERS, default="compiled", help="matcher (default: compiled)")
-    p.add_argument("--workers", type=_positive, help="processes for the variants (default: one per core)")
+    p.add_argument("--workers", type=positive, help="processes for the variants (default: one per core)")
     p.add_argument(
         "--sample-every",
-        type=_positive,
+        type=positive,
         help="sample queue lengths and memory after every N events (default: 1,000 samples; 1: the exact peak)",
     )
     p.add_argument("--no-verify", action="store_true", help="do not check the runs' properties")
-    p.add_argument("--max-queue", type=_positive, help="bound every conjunction queue to N events (every variant)")
-    p.add_argument("--max-age", type=_positive, help="drop queued events N arrivals old (every variant)")
+    p.add_argument("--max-queue", type=positive, help="bound every conjunction queue to N events (every variant)")
+    p.add_argument("--max-age", type=positive, help="drop queued events N arrivals old (every variant)")
     p.add_argument(
         "--overflow", choices=("drop-oldest", "error"), default="drop-oldest", help="what a full bounded queue does"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from faidecs.errors import FaidecsError
@@ -22,3 +23,14 @@ def read_text(path: str) -> str:
         raise CliError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise CliError(f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+
+
+def positive(text: str) -> int:
+    """An option's positive integer (argparse ``type=``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO
 
 from faidecs.cli.extras import missing_extra_message
-from faidecs.cli.inputs import CliError, read_text
+from faidecs.cli.inputs import CliError, positive, read_text
 from faidecs.cli.rejects import reject_record
 from faidecs.cli.text_format import TextFormat
 from faidecs.errors import EventError, FaidecsError, ProgramError
@@ -68,16 +68,6 @@ def _open_event_bytes(path: str) -> Iterator[IO[bytes] | IO[str]]:
         raise CliError(f"cannot read {path}: {exc.strerror}") from None
     with f:
         yield f
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -315,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--source", help="events from a broker instead: nats://HOST:PORT/SUBJECT or mqtt://HOST:PORT/TOPIC"
     )
     run.add_argument("--sink", help="with --source: deliveries to nats://HOST:PORT/SUBJECT or mqtt://HOST:PORT/TOPIC")
-    run.add_argument("--max-events", type=_positive, help="with --source: stop after N events (else at SIGINT/SIGTERM)")
+    run.add_argument("--max-events", type=positive, help="with --source: stop after N events (else at SIGINT/SIGTERM)")
     run.add_argument("--out", default="-", help="deliveries as JSON lines (default: stdout)")
     run.add_argument("--state-out", help="write the queues after the last event to this file ('-': stdout)")
     run.add_argument("--on-error", choices=("stop", "skip"), default="stop", help="what to do with a bad line")
@@ -325,8 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--progress", choices=("auto", "always", "never"), default="auto", help="progress bar on stderr")
     run.add_argument("--log", help="record the run as a run log (one process per subscription)")
     run.add_argument("--matcher", choices=MATCHERS, default="compiled", help="matcher (default: compiled)")
-    run.add_argument("--max-queue", type=_positive, help="bound every conjunction queue to N events")
-    run.add_argument("--max-age", type=_positive, help="drop queued events N arrivals old")
+    run.add_argument("--max-queue", type=positive, help="bound every conjunction queue to N events")
+    run.add_argument("--max-age", type=positive, help="drop queued events N arrivals old")
     run.add_argument(
         "--overflow", choices=("drop-oldest", "error"), default="drop-oldest", help="what a full bounded queue does"
     )

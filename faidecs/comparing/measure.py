@@ -125,7 +125,8 @@ def measure(
             if published % every == 0 and published != n:
                 _sample(engine, published, arrivals, queued, memory, base)
     except QueueOverflowError as exc:
-        stopped = f"stopped at event #{published} ({events[published].id}): {exc}"
+        # The event that overflowed is the one after the last published (numbered from 1).
+        stopped = f"stopped at event #{published + 1} ({events[published].id}): {exc}"
     _sample(engine, published, arrivals, queued, memory, base)
     metrics = engine.metrics()
     done = np.frombuffer(latencies, dtype=np.int64)[:published]

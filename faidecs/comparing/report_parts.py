@@ -126,7 +126,7 @@ def variant_table(c: Comparison) -> Table:
             )
         )
         if v.stopped is not None:
-            notes.append(f"{v.name} stopped at event {v.events:,}: {v.stopped}")
+            notes.append(f"{v.name}: {v.stopped}")
         notes += [f"{v.name}: {s.name} dropped {s.drops:,} events (bounds)" for s in v.subscriptions if s.drops]
         notes += [f"{v.name}: {sub} ran on the {m} matcher" for sub, m in sorted(v.matchers.items()) if m != c.matcher]
     return Table(columns + ("violated",), align, tuple(rows), tuple(notes))

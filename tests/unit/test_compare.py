@@ -18,7 +18,7 @@ import faidecs
 from faidecs import Bounds, Engine
 from faidecs.cli.main import main
 from faidecs.comparing import Comparison, OptionsError, compare
-from faidecs.comparing.variants import parse_options
+from faidecs.comparing.variants import parse_options, variants
 from faidecs.comparing.verdicts import mark
 from faidecs.matching import events as events_module
 from faidecs.matching.guarantees import COMBINATIONS, EVERY_COMBINATION
@@ -208,6 +208,9 @@ def test_option_lists() -> None:
     assert parse_options("all") == list(COMBINATIONS)
     assert parse_options("every") == list(EVERY_COMBINATION)
     assert [c.name if c else None for c in parse_options("MR+I, as-written")] == ["MR+I", None]
+    both = variants(parse_options("FR+PI,as-written"), "both")
+    assert [v.name for v in both] == ["FR+PI plain", "FR+PI staged", "as written plain", "as written staged"]
+    assert [v.slug for v in both][1] == "FR+PI-staged"
 
 
 def test_a_pair_naming_no_variant_is_refused(tmp_path: Path) -> None:

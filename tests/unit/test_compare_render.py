@@ -145,7 +145,7 @@ def test_a_stopped_variant_says_why_with_its_drops_and_matchers(comparison: Comp
     a = comparison.variants[0]
     stopped = replace(
         a,
-        stopped="subscription Fast, conjunction 0: queue T1 is full",
+        stopped="stopped at event #601 (e601): subscription Fast, conjunction 0: queue T1 is full",
         events=600,
         subscriptions=(replace(a.subscriptions[0], drops=7), a.subscriptions[1]),
         matchers={"Fast": "compiled", "Slow": "reference"},
@@ -153,7 +153,7 @@ def test_a_stopped_variant_says_why_with_its_drops_and_matchers(comparison: Comp
     c = replace(comparison, variants=(stopped,), differences=())
     for text in (text_report(c, rich=False, width=200), markdown_report(c)):
         assert "FR+PI (stopped)" in text
-        assert "FR+PI stopped at event 600: subscription Fast, conjunction 0: queue T1 is full" in text
+        assert "FR+PI: stopped at event #601 (e601): subscription Fast, conjunction 0: queue T1 is full" in text
         assert "FR+PI: Fast dropped 7 events (bounds)" in text
         assert "FR+PI: Slow ran on the reference matcher" in text
         assert "Fast: ran on" not in text
