@@ -61,10 +61,20 @@ class KernelBroker:
         self._lock = threading.Lock()
 
     def request(self, source: KernelSource) -> KernelHandle:
-        """A handle for ``source``'s kernel, ready at once if this process holds it already."""
+        """A handle for ``source``'s kernel, ready at once if this process holds it already or the
+        disk cache has it (loaded here, then)."""
         kernel = kernel_cache.loaded(source.key)
         if kernel is not None:
             return KernelHandle(source, kernel)
+        if kernel_cache.on_disk(source):
+            # In the disk cache: loading it here takes milliseconds (and numba's import, once per
+            # process). Loaded on the background thread instead, it competes for the GIL with
+            # the events' matching, which starves it: a fast input then ran a million-event file
+            # through the reference matcher for seconds (docs/performance.md, faidecs compare).
+            try:
+                return KernelHandle(source, kernel_cache.load(source))
+            except Exception:  # noqa: BLE001 - the background path below retries, and logs why
+                pass
         handle = KernelHandle(source)
         self._requests.put(weakref.ref(handle))
         with self._lock:
