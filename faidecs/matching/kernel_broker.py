@@ -2,10 +2,12 @@
 
 Compiling a kernel with numba takes seconds; an engine must answer from its first event. The
 broker takes requests for kernels, has a worker process (:mod:`faidecs.matching.kernel_worker`)
-compile them into the on-disk cache, on another core, and loads each one into this process from
-that cache (milliseconds) on a background thread. A conjunction waiting for its kernel runs on
-the reference matcher meanwhile and swaps the kernel in between two events
-(:class:`~faidecs.matching.tiered_state.TieredState`).
+compile them into the on-disk cache, on another core, and the engine's own thread loads each one
+from that cache (milliseconds) when it next asks for it. A conjunction waiting for its kernel runs
+on the reference matcher meanwhile and swaps the kernel in between two events
+(:class:`~faidecs.matching.tiered_state.TieredState`). The loads are not left to the broker's
+background thread: the engine's matching loop starves that thread of the GIL, and a kernel in
+the cache then came seconds late.
 
 Requests are kept weakly: a kernel whose conjunctions were all unsubscribed (or whose engine was
 dropped) before its turn is never compiled. One broker serves the whole process; the worker
@@ -37,18 +39,35 @@ class KernelHandle:
     """A requested kernel: ``kernel`` is None until it is loaded; ``error`` says why it never
     will be (the conjunction then stays on the reference matcher)."""
 
-    __slots__ = ("__weakref__", "done", "error", "kernel", "source")
+    __slots__ = ("__weakref__", "_kernel", "_on_disk", "done", "error", "source")
 
     def __init__(self, source: KernelSource, kernel: CompiledKernel | None = None):
         self.source = source
-        self.kernel = kernel
+        self._kernel = kernel
+        self._on_disk = False  # the worker put it in the disk cache: the first reader loads it
         self.error: str | None = None
         self.done = threading.Event()
         if kernel is not None:
             self.done.set()
 
+    @property
+    def kernel(self) -> CompiledKernel | None:
+        """The kernel, loaded from the disk cache by the first caller that asks once it is there
+        (the engine's thread, between two events)."""
+        if self._kernel is None and self._on_disk:
+            self._on_disk = False
+            try:
+                self._kernel = kernel_cache.load(self.source)
+            except Exception as exc:  # noqa: BLE001 - recorded on the handle, the engine goes on
+                self.error = _failed(self.source, exc)
+        return self._kernel
+
     def _finish(self, kernel: CompiledKernel | None, error: str | None = None) -> None:
-        self.kernel, self.error = kernel, error
+        self._kernel, self.error = kernel, error
+        self.done.set()
+
+    def _in_cache(self) -> None:
+        self._on_disk = True  # before done: whoever sees done finds the kernel to load
         self.done.set()
 
 
@@ -92,20 +111,21 @@ class KernelBroker:
                 continue  # nobody waits for it any more
             source = handle.source
             try:
-                if kernel_cache.loaded(source.key) is None and not kernel_cache.on_disk(source):
+                held = kernel_cache.loaded(source.key)
+                if held is not None:
+                    handle._finish(held)
+                    continue
+                if not kernel_cache.on_disk(source):
                     self._compile_in_worker(source)
-                handle._finish(kernel_cache.load(source))
+                if kernel_cache.on_disk(source):
+                    handle._in_cache()
+                else:  # the worker failed: compile here, slower for the events but never wrong
+                    handle._finish(kernel_cache.load(source))
             except Exception as exc:  # noqa: BLE001 - recorded on the handle, the engine goes on
-                error = f"{type(exc).__name__}: {exc}"
                 # Logged before the handle finishes: whoever waits on it then finds the log written.
-                _log.warning(
-                    "kernel %s (%s) could not be compiled: %s; its conjunctions stay on the reference matcher",
-                    source.key,
-                    source.source.splitlines()[1].lstrip("# "),
-                    error,
-                )
-                handle._finish(None, error)
-            del handle
+                handle._finish(None, _failed(source, exc))
+            finally:
+                del handle
 
     def _compile_in_worker(self, source: KernelSource) -> None:
         """Have the worker fill the disk cache; on any failure of the worker, the caller's load
@@ -132,6 +152,18 @@ class KernelBroker:
             answer = None
         if answer is None:
             self._worker = None
+
+
+def _failed(source: KernelSource, exc: Exception) -> str:
+    """Log why ``source``'s kernel cannot run, and return it (for the handle)."""
+    error = f"{type(exc).__name__}: {exc}"
+    _log.warning(
+        "kernel %s (%s) could not be compiled: %s; its conjunctions stay on the reference matcher",
+        source.key,
+        source.source.splitlines()[1].lstrip("# "),
+        error,
+    )
+    return error
 
 
 def _read_answer(stream: IO[str]) -> dict[str, object] | None:
