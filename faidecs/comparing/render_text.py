@@ -173,7 +173,8 @@ def _rich_table(console: Console, title: str, t: Table, *, symbols: bool = False
 
     table = RichTable(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
     for name, align in zip(t.columns, t.align):
-        table.add_column(Text(name), justify="left" if align == LEFT else "right")
+        # fold, not rich's default ellipsis: a narrow terminal must not hide a subscription's name
+        table.add_column(Text(name), justify="left" if align == LEFT else "right", overflow="fold")
     for row in t.rows:
         # Text, not str: rich would read "[...]" in a user's value as markup. A list in a cell (a
         # figure per subscription, the violated properties) gets a line per item.
