@@ -8,12 +8,16 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from faidecs.cli.inputs import CliError, positive, read_text
+from faidecs.cli.inputs import CliError, bounds_of, positive, read_text
 from faidecs.cli.rejects import reject_record
 from faidecs.errors import EventError
 from faidecs.matching.records import MATCHERS
 from faidecs.runs.event_lines import LongLine
+
+if TYPE_CHECKING:
+    from faidecs.comparing import Comparison
 
 
 def _pairs(text: str) -> list[tuple[str, str]]:
@@ -41,7 +45,7 @@ def _docs_link(out: Path) -> str:
 def cmd_compare(args: argparse.Namespace) -> int:
     from faidecs.comparing import compare
     from faidecs.comparing.render_text import text_report
-    from faidecs.matching.bounds import Bounds
+    from faidecs.grammar import compile_program
 
     if args.events == "-":
         raise CliError("--events must be a file: compare reads the stream once, then runs it for every variant")
@@ -49,12 +53,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CliError("--html needs --out (the page is written there)")
     if args.logs and not args.out:
         raise CliError("--logs needs --out (the run logs are written there)")
-    bounds = None
-    if args.max_queue is not None or args.max_age is not None:
-        bounds = Bounds(max_queue=args.max_queue, max_age=args.max_age, overflow=args.overflow)
-    elif args.overflow != "drop-oldest":
-        raise CliError("--overflow needs --max-queue")
-    text = read_text(args.program)
+    bounds = bounds_of(args)
+    # Checked before any file is made: a program error leaves no empty rejects file behind.
+    program = compile_program(read_text(args.program), args.program)
     out = Path(args.out) if args.out else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -70,9 +71,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         assert rejects is not None
         rejects.write(json.dumps(reject_record(line, raw, err)) + "\n")
 
-    from faidecs.grammar import compile_program
-
-    program = compile_program(text, args.program)
     try:
         result = compare(
             program,
@@ -98,13 +96,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     finally:
         if rejects is not None:
             rejects.close()
+    as_json = json.dumps(result.to_json(), indent=2, ensure_ascii=False, default=str)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False, default=str))
+        print(as_json)
     else:
         rich = {"auto": None, "rich": True, "plain": False}[args.style]
         sys.stdout.write(text_report(result, rich=rich, width=shutil.get_terminal_size().columns))
     if out is not None:
-        _write_files(result, out, args.html)
+        _write_files(result, as_json, out, args.html)
     contradictions = sorted(
         {f"{v.name}: {x.property}" for v in result.variants for x in v.verdicts if x.mark == "CONTRADICTS THE LAB"}
     )
@@ -115,16 +114,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_files(result: object, out: Path, html: bool) -> None:
-    from faidecs.comparing import Comparison
+def _write_files(result: Comparison, as_json: str, out: Path, html: bool) -> None:
     from faidecs.comparing.plots import write_plots
     from faidecs.comparing.render_html import html_report
     from faidecs.comparing.render_markdown import markdown_report
 
-    assert isinstance(result, Comparison)
-    (out / "compare.json").write_text(
-        json.dumps(result.to_json(), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
-    )
+    (out / "compare.json").write_text(as_json + "\n", encoding="utf-8")
     pngs = write_plots(result, out)
     docs = _docs_link(out)
     images = {name: path.name for name, path in pngs.items()}

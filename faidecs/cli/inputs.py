@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from faidecs.errors import FaidecsError
+from faidecs.matching.bounds import Bounds
 
 
 class CliError(FaidecsError):
@@ -34,3 +35,13 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def bounds_of(args: argparse.Namespace) -> Bounds | None:
+    """The bounds ``--max-queue``, ``--max-age`` and ``--overflow`` give (``faidecs run`` and
+    ``faidecs compare``), or None."""
+    if args.max_queue is not None or args.max_age is not None:
+        return Bounds(max_queue=args.max_queue, max_age=args.max_age, overflow=args.overflow)
+    if args.overflow != "drop-oldest":
+        raise CliError("--overflow needs --max-queue")
+    return None

@@ -11,13 +11,12 @@ from collections.abc import Iterator, Sequence
 from typing import IO
 
 from faidecs.cli.extras import missing_extra_message
-from faidecs.cli.inputs import CliError, positive, read_text
+from faidecs.cli.inputs import CliError, bounds_of, positive, read_text
 from faidecs.cli.rejects import reject_record
 from faidecs.cli.text_format import TextFormat
 from faidecs.errors import EventError, FaidecsError, ProgramError
 from faidecs.grammar import compile_program
 from faidecs.lab.describe import describe_program, program_json
-from faidecs.matching.bounds import Bounds
 from faidecs.matching.delivery import Delivery
 from faidecs.matching.engine import Engine
 from faidecs.matching.records import MATCHERS
@@ -92,11 +91,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--program and --events cannot both read standard input")
     source_name = "<stdin>" if args.events == "-" else args.events
     text = read_text(args.program)
-    bounds = None
-    if args.max_queue is not None or args.max_age is not None:
-        bounds = Bounds(max_queue=args.max_queue, max_age=args.max_age, overflow=args.overflow)
-    elif args.overflow != "drop-oldest":
-        raise CliError("--overflow needs --max-queue")
+    bounds = bounds_of(args)
     engine = Engine.from_source(text, filename=args.program, matcher=args.matcher, bounds=bounds)
     if args.source is not None:
         from faidecs.cli.connect import run_source

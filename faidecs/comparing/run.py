@@ -124,7 +124,11 @@ def run_log(program: Program, events: Sequence[Event], stamped: Sequence[dict[st
     return log
 
 
-def _run(variant: Variant) -> tuple[VariantResult, dict[str, list[Compact]]]:
+#: a variant's result, and its deliveries by position (for the differences)
+Outcome = tuple[VariantResult, dict[str, list[Compact]]]
+
+
+def _run(variant: Variant) -> Outcome:
     job = _JOB
     assert job is not None, "a variant runs only inside compare()"
     start = time.perf_counter()
@@ -202,9 +206,6 @@ def _run(variant: Variant) -> tuple[VariantResult, dict[str, list[Compact]]]:
         ),
     )
     return result, measured.deliveries
-
-
-Outcome = tuple[VariantResult, dict[str, list[Compact]]]
 
 
 def _child(variant: Variant, send: Connection) -> None:

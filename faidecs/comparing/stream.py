@@ -12,7 +12,7 @@ from faidecs.errors import EventError, FaidecsError
 from faidecs.grammar.model import EventType
 from faidecs.matching.events import Event, EventValidator
 from faidecs.runs.event_lines import LongLine, read_lines
-from faidecs.runs.replay import OnError, ReplaySummary, validated_events
+from faidecs.runs.replay import OnError, ReplaySummary, check_unique, validated_events
 
 Reject = Callable[[int, "str | bytes | LongLine", EventError], None]
 
@@ -67,8 +67,7 @@ def read_stream(
                 event = item if isinstance(item, Event) else validator.validate(item, line=number)
                 if event.type not in types or types[event.type] != event.event_type:
                     raise EventError("event of a type this program does not declare", line=number, event_id=event.id)
-                if event.id in seen:
-                    raise EventError("duplicate event id: ids must be unique within a stream", line=number)
+                check_unique(event, number, seen)
             except EventError as err:
                 if on_error == "stop":
                     raise

@@ -58,9 +58,14 @@ def parse_line(engine: Validates, text: str | bytes, line: int, seen_ids: set[st
         if problem is not None:
             raise problem from None
         raise
+    check_unique(event, line, seen_ids)
+    return event
+
+
+def check_unique(event: Event, line: int, seen_ids: set[str]) -> None:
+    """Raise :class:`EventError` if ``event``'s id is among ``seen_ids`` (the stream's so far)."""
     if event.id in seen_ids:
         raise EventError("duplicate event id: ids must be unique within a stream", line=line, event_id=event.id)
-    return event
 
 
 def validated_events(

@@ -309,3 +309,25 @@ def test_a_worker_that_dies_or_fails_is_named_with_its_variant(tmp_path: Path, m
     failed = r"variant (FR\+PI|MR\+I) failed in its worker:\n(.|\n)*no kernel for (FR\+PI|MR\+I)"
     with pytest.raises(FaidecsError, match=failed):
         compare(STOCK, events, options="FR+PI,MR+I", workers=2)
+
+
+def test_events_given_in_python_are_checked_like_a_files_lines() -> None:
+    from faidecs.errors import EventError
+
+    stream = stock_stream(3, seed=1)
+    stream[2] = dict(stream[2], id=stream[0]["id"])
+    with pytest.raises(EventError, match="line 3.*duplicate event id"):
+        compare(STOCK, stream, options="FR+PI", workers=1)
+    result = compare(STOCK, stream, options="FR+PI", workers=1, on_error="skip")
+    assert (result.events, result.rejected) == (2, 1)
+
+
+def test_a_bad_program_is_named_before_any_file_is_made(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    program = tmp_path / "bad.fdc"
+    program.write_text("type T(a: int)\nsubscription S: T.b = 1\n", encoding="utf-8")
+    events = write_jsonl(tmp_path / "e.jsonl", stock_stream(3, seed=1))
+    out = tmp_path / "out"
+    args = ["compare", "--program", str(program), "--events", str(events), "--on-error", "skip", "--out", str(out)]
+    code, _, err = run_cli(args, capsys)
+    assert code == 1 and f"{program}:2:" in err
+    assert not out.exists()
