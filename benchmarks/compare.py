@@ -191,7 +191,8 @@ def main() -> None:
             args.unbounded_events, folder / "unbounded", warm_cache if "warm" in kinds else folder / "c"
         )
     report["runs"] = {k: {x: y for x, y in m.items() if x != "result"} for k, m in found.items()}
-    report["variants"] = last["variants"]
+    # The figures, not the queue series (a thousand samples a variant): the plots hold those.
+    report["variants"] = [{k: v for k, v in variant.items() if k != "queues"} for variant in last["variants"]]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "compare.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
     print("\n".join(lines))
